@@ -1,0 +1,694 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Actor lifecycle (slots, spawn, stop), sending, matching and dispatch.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+
+struct ura_ctx {
+	ura_system *sys;
+	struct ura__worker *w;   /* NULL: init running off the workers */
+	struct ura__actor *a;
+	struct ura_msg *m;       /* NULL in init */
+	void *req_data;
+};
+
+static inline struct ura__pool *pool_of(struct ura__worker *w)
+{
+	return w ? &w->pool : NULL;
+}
+
+static inline uint32_t own_gen(struct ura__actor *a)
+{
+	/* The token holder is the only writer, so relaxed is exact. */
+	return atomic_load_explicit(&a->gen, memory_order_relaxed);
+}
+
+/* ---- the slot table ------------------------------------------------- */
+
+struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
+{
+	/* acquire: pairs with the release of idx_hwm / chunk publication
+	 * in reserve(), so an index below hwm has an initialised chunk or
+	 * a NULL we treat as "no such actor". */
+	if (idx == 0 || idx >= atomic_load_explicit(&sys->idx_hwm, memory_order_acquire))
+		return NULL;
+	struct ura__actor *c = atomic_load_explicit(&sys->chunks[idx >> URA__CHUNK_SHIFT],
+						    memory_order_acquire);
+	return c ? &c[idx & (URA__CHUNK - 1)] : NULL;
+}
+
+/* Makes sure the chunks holding [base, base+n) exist; slot_lock held. */
+static int ensure_chunks(ura_system *sys, uint32_t base, uint32_t n)
+{
+	for (uint32_t c = base >> URA__CHUNK_SHIFT; c <= (base + n - 1) >> URA__CHUNK_SHIFT; c++) {
+		if (c >= URA__MAX_CHUNKS)
+			return -ENOMEM;
+		if (atomic_load_explicit(&sys->chunks[c], memory_order_relaxed))
+			continue;
+		struct ura__actor *chunk = calloc(URA__CHUNK, sizeof *chunk);
+		if (!chunk)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < URA__CHUNK; i++) {
+			chunk[i].idx = c * URA__CHUNK + i;
+			ura__mb_init(&chunk[i].mb, (struct ura_msg *)&chunk[i].stub);
+		}
+		/* release: publishes the initialised slots to ura__slot_get. */
+		atomic_store_explicit(&sys->chunks[c], chunk, memory_order_release);
+	}
+	return 0;
+}
+
+/* Reserves n fresh slot indices; returns the first or 0. */
+static uint32_t reserve(ura_system *sys, uint32_t n)
+{
+	pthread_mutex_lock(&sys->slot_lock);
+	uint32_t base = atomic_load_explicit(&sys->idx_hwm, memory_order_relaxed);
+	if ((uint64_t)base + n > (uint64_t)URA__MAX_CHUNKS * URA__CHUNK ||
+	    ensure_chunks(sys, base, n) < 0) {
+		pthread_mutex_unlock(&sys->slot_lock);
+		return 0;
+	}
+	/* release: pairs with the acquire in ura__slot_get. */
+	atomic_store_explicit(&sys->idx_hwm, base + n, memory_order_release);
+	pthread_mutex_unlock(&sys->slot_lock);
+	return base;
+}
+
+/* Returns a slot whose token we hold, or NULL (-ENOMEM). */
+static struct ura__actor *slot_take(ura_system *sys, struct ura__worker *w)
+{
+	struct ura__actor *a;
+	if (w) {
+		a = w->free_slots;
+		if (a) {
+			w->free_slots = a->free_link;
+			/* A stale send may have scheduled the dead slot; then
+			 * leave it on the list and take a fresh one. */
+			if (ura__mb_claim(&a->mb))
+				return a;
+			a->free_link = w->free_slots;
+			w->free_slots = a;
+		}
+		if (w->idx_next == w->idx_end) {
+			uint32_t base = reserve(sys, 64);
+			if (!base)
+				return NULL;
+			w->idx_next = base;
+			w->idx_end = base + 64;
+		}
+		a = ura__slot_get(sys, w->idx_next++);
+	} else {
+		pthread_mutex_lock(&sys->slot_lock);
+		a = sys->ext_free;
+		if (a && ura__mb_claim(&a->mb)) {
+			sys->ext_free = a->free_link;
+			pthread_mutex_unlock(&sys->slot_lock);
+			return a;
+		}
+		pthread_mutex_unlock(&sys->slot_lock);
+		uint32_t base = reserve(sys, 1);
+		a = base ? ura__slot_get(sys, base) : NULL;
+	}
+	if (a && !ura__mb_claim(&a->mb))
+		a = NULL; /* cannot happen: a fresh slot is idle and unknown */
+	return a;
+}
+
+static void slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (w) {
+		a->free_link = w->free_slots;
+		w->free_slots = a;
+	} else {
+		pthread_mutex_lock(&sys->slot_lock);
+		a->free_link = sys->ext_free;
+		sys->ext_free = a;
+		pthread_mutex_unlock(&sys->slot_lock);
+	}
+}
+
+/* ---- stop ----------------------------------------------------------- */
+
+static void free_stash_and_pending(struct ura__worker *w, struct ura__actor *a,
+				   uint64_t *lost)
+{
+	for (struct ura_msg *m = a->stash, *n; m; m = n) {
+		n = atomic_load_explicit(&m->next, memory_order_relaxed);
+		ura__msg_free(pool_of(w), m);
+		++*lost;
+	}
+	a->stash = a->stash_tail = NULL;
+	for (struct ura__pending *p = a->pending, *n; p; p = n) {
+		n = p->next;
+		ura__pool_put(pool_of(w), p, sizeof *p);
+	}
+	a->pending = NULL;
+}
+
+/* Ends the incarnation; the slot keeps its mailbox (token still held). */
+static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+		int call_destroy)
+{
+	uint64_t lost = 0;
+	a->state_kind = URA__A_FREE;
+	a->stopping = 0;
+	/* release: a sender that sees the new generation refuses to send;
+	 * one that raced us carries the old one and becomes a dead letter. */
+	atomic_store_explicit(&a->gen, own_gen(a) + 1, memory_order_release);
+	if (call_destroy && a->cls->destroy)
+		a->cls->destroy(a->state);
+	free(a->state);
+	a->state = NULL;
+	free_stash_and_pending(w, a, &lost);
+	a->beh = NULL;
+	if (w) {
+		/* Stashed messages that never matched are counted with the
+		 * unmatched ones: they were handled, by being dropped now. */
+		ura__add(&w->st.unmatched, lost);
+		ura__inc(&w->st.stopped);
+	} else {
+		atomic_fetch_add_explicit(&sys->ext_stopped, 1, memory_order_relaxed);
+	}
+	/* Safe while we hold the token: a spawner's claim fails until the
+	 * mailbox is idle again. */
+	slot_free(sys, w, a);
+}
+
+/* ---- spawn ---------------------------------------------------------- */
+
+static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
+		 const void *arg, ura_ref *out)
+{
+	if (!sys || !cls || !cls->initial || !cls->name)
+		return -EINVAL;
+	if (atomic_load_explicit(&sys->shutdown, memory_order_relaxed))
+		return -ESHUTDOWN;
+	struct ura__actor *a = slot_take(sys, w);
+	if (!a)
+		return -ENOMEM;
+	void *state = NULL;
+	if (cls->state_size) {
+		state = calloc(1, cls->state_size);
+		if (!state) {
+			slot_free(sys, w, a);
+			if (!ura__mb_mark_idle(&a->mb))
+				ura__schedule(sys, w, a);
+			return -ENOMEM;
+		}
+	}
+	a->cls = cls;
+	a->beh = cls->initial;
+	memset(&a->bound, 0, sizeof a->bound);
+	a->state = state;
+	a->stash = a->stash_tail = NULL;
+	a->pending = NULL;
+	a->next_req = 0;
+	a->stopping = a->became = 0;
+	a->home = (uint16_t)(w ? w->id : 0);
+	a->state_kind = URA__A_ALIVE;
+	uint32_t gen = own_gen(a) + 1;
+	/* release: pairs with the acquire in send_msg; the fields above are
+	 * published to senders' messages' handler through the token anyway,
+	 * this only makes the ref valid. */
+	atomic_store_explicit(&a->gen, gen, memory_order_release);
+	ura_ref ref = ura__ref_make(a->idx, gen);
+
+	if (cls->init) {
+		struct ura_ctx cx = { sys, w, a, NULL, NULL };
+		int rc = cls->init(&cx, state, arg);
+		if (rc < 0) {
+			/* init failed: it cleans up after itself, so no
+			 * destroy callback; the ref it may have leaked to
+			 * others is stale from here on. */
+			die(sys, w, a, 0);
+			if (!ura__mb_mark_idle(&a->mb))
+				ura__schedule(sys, w, a);
+			return rc;
+		}
+	} else if (arg && state) {
+		memcpy(state, arg, cls->state_size);
+	}
+	if (w)
+		ura__inc(&w->st.spawned);
+	else
+		atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	/* Give the token up; messages sent by init (or stale ones for an
+	 * earlier incarnation) make that fail, and then we schedule it. */
+	if (!ura__mb_mark_idle(&a->mb))
+		ura__schedule(sys, w, a);
+	if (out)
+		*out = ref;
+	return 0;
+}
+
+URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			  ura_ref *out)
+{
+	if (!cx)
+		return -EINVAL;
+	return spawn(cx->sys, cx->w, cls, arg, out);
+}
+
+URA_API int ura_spawn_sys(ura_system *sys, const ura_class *cls,
+			  const void *arg, ura_ref *out)
+{
+	return spawn(sys, ura__current_worker && ura__current_worker->sys == sys ?
+			  ura__current_worker : NULL, cls, arg, out);
+}
+
+/* ---- send ----------------------------------------------------------- */
+
+static int send_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
+		    ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
+		    uint8_t kind, uint32_t req)
+{
+	if (ura__unlikely(!sys || !tag))
+		return -EINVAL;
+	long size = ura__msg_size(vals, n);
+	if (ura__unlikely(size < 0))
+		return (int)size;
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(to));
+	uint32_t gen = ura__ref_gen(to);
+	/* acquire: pairs with the release stores of gen in spawn/die. */
+	if (ura__unlikely(!a || !(gen & 1) ||
+			  atomic_load_explicit(&a->gen, memory_order_acquire) != gen))
+		return -ESRCH;
+	if (ura__unlikely(atomic_load_explicit(&sys->shutdown, memory_order_relaxed)))
+		return -ESHUTDOWN;
+	struct ura_msg *m = ura__msg_alloc(pool_of(w), (size_t)size);
+	if (ura__unlikely(!m))
+		return -ENOMEM;
+	ura__msg_fill(m, tag, from, vals, n);
+	m->to_gen = gen;
+	m->kind = kind;
+	m->req = req;
+	/* Count before the push: the receiver may handle it at once, and
+	 * the quiescence check must never see handled > sent. */
+	if (w)
+		ura__inc(&w->st.sent);
+	else
+		atomic_fetch_add_explicit(&sys->ext_sent, 1, memory_order_seq_cst);
+	if (ura__mb_push(&a->mb, m))
+		ura__schedule(sys, w, a);
+	return 0;
+}
+
+static inline ura_ref self_ref(struct ura__actor *a)
+{
+	return ura__ref_make(a->idx, own_gen(a));
+}
+
+URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
+			  const ura_value *vals, unsigned n)
+{
+	if (ura__unlikely(!cx))
+		return -EINVAL;
+	return send_msg(cx->sys, cx->w, self_ref(cx->a), to, tag, vals, n,
+			URA__MK_PLAIN, 0);
+}
+
+URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
+			  const ura_value *vals, unsigned n)
+{
+	/* From a worker thread (outside a handler's ctx) the worker's pool
+	 * and counters are still the right ones. */
+	struct ura__worker *w = ura__current_worker;
+	if (w && w->sys != sys)
+		w = NULL;
+	return send_msg(sys, w, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN, 0);
+}
+
+URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
+		       unsigned n)
+{
+	if (!cx)
+		return -EINVAL;
+	struct ura_msg *m = cx->m;
+	if (!m || ura_ref_null(m->from))
+		return -ESRCH;
+	int req = m->kind == URA__MK_REQUEST;
+	return send_msg(cx->sys, cx->w, self_ref(cx->a), m->from, tag, vals, n,
+			req ? URA__MK_RESPONSE : URA__MK_PLAIN, req ? m->req : 0);
+}
+
+URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
+			 void *data, ura_atom tag, const ura_value *vals,
+			 unsigned n)
+{
+	if (!cx || !cont)
+		return -EINVAL;
+	struct ura__actor *a = cx->a;
+	struct ura__pending *p = ura__pool_get(pool_of(cx->w), sizeof *p);
+	if (!p)
+		return -ENOMEM;
+	uint32_t id = ++a->next_req;
+	if (!id)
+		id = ++a->next_req;
+	int rc = send_msg(cx->sys, cx->w, self_ref(a), to, tag, vals, n,
+			  URA__MK_REQUEST, id);
+	if (rc < 0) {
+		ura__pool_put(pool_of(cx->w), p, sizeof *p);
+		return rc;
+	}
+	/* The reply can only be handled in a later turn of this actor,
+	 * whose token we hold, so registering after the send is safe. */
+	p->id = id;
+	p->cont = cont;
+	p->data = data;
+	p->next = a->pending;
+	a->pending = p;
+	return 0;
+}
+
+URA_API void *ura_request_data(ura_ctx *cx) { return cx ? cx->req_data : NULL; }
+
+/* ---- handler context ------------------------------------------------ */
+
+URA_API ura_ref ura_self(ura_ctx *cx) { return cx ? self_ref(cx->a) : URA_NOREF; }
+URA_API ura_ref ura_sender(ura_ctx *cx)
+{
+	return cx && cx->m ? cx->m->from : URA_NOREF;
+}
+URA_API void *ura_state(ura_ctx *cx) { return cx ? cx->a->state : NULL; }
+URA_API ura_system *ura_ctx_system(ura_ctx *cx) { return cx ? cx->sys : NULL; }
+URA_API unsigned ura_worker_id(ura_ctx *cx)
+{
+	return cx && cx->w ? cx->w->id : (unsigned)-1;
+}
+URA_API ura_value ura_bound(ura_ctx *cx)
+{
+	if (!cx) {
+		ura_value z;
+		memset(&z, 0, sizeof z);
+		return z;
+	}
+	return cx->a->bound;
+}
+
+URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
+{
+	if (!cx || !b)
+		return -EINVAL;
+	cx->a->beh = b;
+	cx->a->bound = bound;
+	cx->a->became = 1;
+	return 0;
+}
+
+URA_API int ura_become(ura_ctx *cx, const ura_behavior *b)
+{
+	ura_value none;
+	memset(&none, 0, sizeof none);
+	return ura_become_with(cx, b, none);
+}
+
+URA_API void ura_stop(ura_ctx *cx)
+{
+	if (cx)
+		cx->a->stopping = 1;
+}
+
+/* ---- matching and dispatch ------------------------------------------ */
+
+static inline int case_matches(const ura_case *c, ura_ctx *cx, const struct ura_msg *m)
+{
+	if (c->tag && c->tag != m->tag)
+		return 0;
+	uint64_t s = c->sig_;
+	if (ura__likely(s & URA__SIG_TYPED)) {
+		if (ura__unlikely(s & URA__SIG_LONG)) {
+			if (m->sig != URA__SIG_LONG || strcmp(c->types, ura__msg_types(m)))
+				return 0;
+		} else if ((s & ~URA__SIG_TYPED) != m->sig) {
+			return 0;
+		}
+	} else if (c->types && strcmp(c->types, ura__msg_types(m))) {
+		return 0; /* a case written without URA_ON */
+	}
+	return !c->guard || c->guard(cx, m, c->guard_arg);
+}
+
+static void trace_unmatched(struct ura_ctx *cx, const struct ura_msg *m, const char *what)
+{
+	char buf[200];
+	ura_msg_format(m, buf, sizeof buf);
+	ura__log(cx->sys, URA_LOG_WARN, "%s: actor %s <%u.%u> (behavior %s): %s",
+		 what, cx->a->cls->name, cx->a->idx, own_gen(cx->a),
+		 cx->a->beh && cx->a->beh->name ? cx->a->beh->name : "-", buf);
+}
+
+/* Runs the first matching case; otherwise applies the unmatched policy
+ * (for STASH it only flags m: the caller moves it to the stash). */
+static void dispatch(struct ura_ctx *cx, struct ura_msg *m)
+{
+	struct ura__actor *a = cx->a;
+	const ura_behavior *b = a->beh;
+	for (uint32_t i = 0; i < b->ncases; i++) {
+		const ura_case *c = &b->cases[i];
+		if (case_matches(c, cx, m)) {
+			c->fn(cx, m);
+			return;
+		}
+	}
+	uint32_t policy = b->unmatched ? b->unmatched : a->cls->unmatched;
+	if (policy == URA_UNMATCHED_STASH) {
+		m->flags |= URA__MF_STASH;
+		ura__inc(&cx->w->st.stashed);
+		return;
+	}
+	ura__inc(&cx->w->st.unmatched);
+	if (cx->sys->trace_unmatched)
+		trace_unmatched(cx, m, "unmatched message dropped");
+}
+
+static void stash_append(struct ura__actor *a, struct ura_msg *m)
+{
+	atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
+	if (a->stash_tail)
+		atomic_store_explicit(&a->stash_tail->next, m, memory_order_relaxed);
+	else
+		a->stash = m;
+	a->stash_tail = m;
+}
+
+/* A node stopped being the mailbox tail: free it, or stash it. */
+static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ura_msg *r)
+{
+	if (r == (struct ura_msg *)&a->stub)
+		return;
+	if ((r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE)
+		stash_append(a, r);
+	else
+		ura__msg_free(&w->pool, r);
+}
+
+static void deliver(struct ura_ctx *cx, struct ura_msg *m)
+{
+	struct ura__actor *a = cx->a;
+	cx->m = m;
+	cx->req_data = NULL;
+	if (ura__unlikely(m->kind == URA__MK_RESPONSE)) {
+		for (struct ura__pending **pp = &a->pending; *pp; pp = &(*pp)->next) {
+			struct ura__pending *p = *pp;
+			if (p->id != m->req)
+				continue;
+			*pp = p->next;
+			cx->req_data = p->data;
+			ura_handler *cont = p->cont;
+			ura__pool_put(&cx->w->pool, p, sizeof *p);
+			cont(cx, m);
+			return;
+		}
+		ura__inc(&cx->w->st.unmatched);
+		if (cx->sys->trace_unmatched)
+			trace_unmatched(cx, m, "reply to no pending request dropped");
+		return;
+	}
+	dispatch(cx, m);
+}
+
+/* After a become: offer the stash to the new behavior, oldest first. */
+static void redeliver_stash(struct ura_ctx *cx)
+{
+	struct ura__actor *a = cx->a;
+	while (a->became && a->stash && !a->stopping) {
+		a->became = 0;
+		struct ura_msg *list = a->stash;
+		a->stash = a->stash_tail = NULL;
+		while (list) {
+			struct ura_msg *m = list;
+			list = atomic_load_explicit(&m->next, memory_order_relaxed);
+			if (a->stopping) {
+				ura__inc(&cx->w->st.unmatched);
+				ura__msg_free(&cx->w->pool, m);
+				continue;
+			}
+			m->flags &= (uint8_t)~URA__MF_STASH;
+			deliver(cx, m);
+			if (m->flags & URA__MF_STASH)
+				stash_append(a, m);
+			else
+				ura__msg_free(&cx->w->pool, m);
+			if (a->became && list) {
+				/* Behavior changed again: the rest waits behind
+				 * what was just re-stashed, and all of it is
+				 * offered to the newest behavior. */
+				while (list) {
+					struct ura_msg *k = list;
+					list = atomic_load_explicit(&k->next, memory_order_relaxed);
+					stash_append(a, k);
+				}
+			}
+		}
+	}
+	a->became = 0;
+}
+
+void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
+{
+	ura_system *sys = w->sys;
+	struct ura_ctx cx = { sys, w, a, NULL, NULL };
+	struct ura_msg *m, *r;
+	unsigned n = 0;
+
+	a->home = (uint16_t)w->id;
+	ura__inc(&w->st.turns);
+	/* The turn stops at the newest message present on entry, so an actor
+	 * that floods itself cannot keep the worker. acquire: pairs with the
+	 * pushes' exchange, as the pops below do. */
+	uintptr_t entry = atomic_load_explicit(&a->mb.head, memory_order_acquire) &
+			  ~URA__MB_IDLE;
+
+	while ((m = ura__mb_pop(&a->mb, &r))) {
+		retire(w, a, r);
+		ura__inc(&w->st.received);
+		if (ura__unlikely(a->state_kind != URA__A_ALIVE || m->to_gen != own_gen(a))) {
+			/* Sent to an incarnation that has stopped. Keep going
+			 * until the mailbox is empty: nobody else will. */
+			ura__inc(&w->st.dead_letters);
+			if (++n >= sys->batch)
+				break;
+			continue;
+		}
+		deliver(&cx, m);
+		if (a->became)
+			redeliver_stash(&cx);
+		if (ura__unlikely(a->stopping)) {
+			die(sys, w, a, 1);
+			if (++n >= sys->batch)
+				break;
+			continue;
+		}
+		if ((uintptr_t)m == entry || ++n >= sys->batch)
+			break;
+	}
+	if (ura__mb_mark_idle(&a->mb))
+		return;
+	/* More messages (or a push half done): back of the queue. */
+	ura__schedule_back(w, a);
+}
+
+/* ---- behaviors ------------------------------------------------------ */
+
+static int check_case(const ura_case *c)
+{
+	if (!c->fn)
+		return -EINVAL;
+	if (!c->types)
+		return c->sig_ & URA__SIG_TYPED ? -EINVAL : 0;
+	size_t len = strlen(c->types);
+	if (len > URA_MAX_VALUES || strspn(c->types, "idarsbp") != len)
+		return -EINVAL;
+	if ((c->sig_ & URA__SIG_TYPED) &&
+	    (c->sig_ & ~URA__SIG_TYPED) != ura__sig_pack(c->types, len))
+		return -EINVAL;
+	return 0;
+}
+
+URA_API int ura_behavior_check(const ura_behavior *b)
+{
+	if (!b || (b->ncases && !b->cases) || b->unmatched > URA_UNMATCHED_STASH)
+		return -EINVAL;
+	for (uint32_t i = 0; i < b->ncases; i++) {
+		int rc = check_case(&b->cases[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
+			     size_t ncases, ura_unmatched unmatched)
+{
+	if (!out || (ncases && !cases) || ncases > UINT32_MAX ||
+	    (unsigned)unmatched > URA_UNMATCHED_STASH)
+		return -EINVAL;
+	size_t strbytes = 0;
+	for (size_t i = 0; i < ncases; i++) {
+		ura_case c = cases[i];
+		c.sig_ = 0; /* recomputed below */
+		int rc = check_case(&c);
+		if (rc)
+			return rc;
+		if (c.types)
+			strbytes += strlen(c.types) + 1;
+	}
+	size_t size = sizeof(ura_behavior) + ncases * sizeof(ura_case) + strbytes;
+	ura_behavior *b = calloc(1, size);
+	if (!b)
+		return -ENOMEM;
+	ura_case *cs = (ura_case *)(b + 1);
+	char *str = (char *)(cs + ncases);
+	for (size_t i = 0; i < ncases; i++) {
+		cs[i] = cases[i];
+		cs[i].sig_ = 0;
+		if (cases[i].types) {
+			size_t len = strlen(cases[i].types);
+			memcpy(str, cases[i].types, len + 1);
+			cs[i].types = str;
+			cs[i].sig_ = URA__SIG_TYPED | ura__sig_pack(str, len);
+			str += len + 1;
+		}
+	}
+	b->cases = cs;
+	b->ncases = (uint32_t)ncases;
+	b->unmatched = unmatched;
+	*out = b;
+	return 0;
+}
+
+URA_API void ura_behavior_free(ura_behavior *b) { free(b); }
+
+/* ---- destroy -------------------------------------------------------- */
+
+uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
+{
+	uint64_t lost = 0;
+	struct ura_msg *m, *r;
+	(void)sys;
+	while ((m = ura__mb_pop(&a->mb, &r))) {
+		if (r != (struct ura_msg *)&a->stub)
+			ura__msg_free(NULL, r);
+		if (a->state_kind == URA__A_ALIVE && m->to_gen == own_gen(a))
+			lost++;
+	}
+	if (a->mb.tail != (struct ura_msg *)&a->stub) {
+		if (a->mb.tail->flags & URA__MF_STASH)
+			lost++;
+		ura__msg_free(NULL, a->mb.tail);
+		a->mb.tail = (struct ura_msg *)&a->stub;
+	}
+	if (a->state_kind == URA__A_ALIVE) {
+		if (a->cls->destroy)
+			a->cls->destroy(a->state);
+		free(a->state);
+		a->state = NULL;
+		a->state_kind = URA__A_FREE;
+	}
+	free_stash_and_pending(NULL, a, &lost);
+	return lost;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Actors live in slots of a table that only grows. A slot is reused by later
+ * incarnations (each with a new generation) but never freed before the
+ * system, so a stale ref always finds valid memory: the generation check
+ * turns it into -ESRCH, and a send that races the stop carries the old
+ * generation in the message, which the receiver drops as a dead letter.
+ */
+#ifndef URA_ACTOR_H
+#define URA_ACTOR_H
+
+#include "actor/mailbox.h"
+
+struct ura__worker;
+
+/* A pending request's continuation (request/response). */
+struct ura__pending {
+	struct ura__pending *next;
+	ura_handler *cont;
+	void *data;
+	uint32_t id;
+};
+
+enum {
+	URA__A_FREE = 0, /* no incarnation (never spawned, or stopped) */
+	URA__A_ALIVE = 1,
+};
+
+struct ura__actor {
+	struct ura__mailbox mb;
+	/* The stub node of an actor that never received a message. */
+	_Atomic(struct ura_msg *) stub;
+	/* Odd while alive: bumped at spawn and at stop. Read by senders
+	 * (acquire), written by the token holder (release). */
+	_Atomic uint32_t gen;
+	uint32_t idx;
+	/* Fields below: only the token holder. */
+	uint8_t state_kind;      /* URA__A_* */
+	uint8_t stopping;        /* ura_stop() called in this turn */
+	uint8_t became;          /* become in this turn: re-deliver stash */
+	uint8_t inline_state;    /* state lives in `inl` */
+	uint16_t home;           /* worker it was last scheduled on */
+	uint16_t pad_;
+	const ura_class *cls;
+	const ura_behavior *beh;
+	ura_value bound;
+	void *state;
+	struct ura__actor *link;     /* run-queue overflow or inject queue */
+	struct ura__actor *free_link; /* free-slot list (a separate link: a
+	                                 free slot can still be scheduled by
+	                                 a stale send, see ura__actor_turn) */
+	struct ura_msg *stash, *stash_tail; /* stashed messages, oldest first */
+	struct ura__pending *pending;
+	uint32_t next_req;
+	uint32_t pad2_;
+};
+
+/* Slots come in chunks; chunk pointers never move. */
+#define URA__CHUNK_SHIFT 10
+#define URA__CHUNK (1u << URA__CHUNK_SHIFT)
+#define URA__MAX_CHUNKS (1u << 16) /* 64 Mi actor slots */
+
+static inline ura_ref ura__ref_make(uint32_t idx, uint32_t gen)
+{
+	ura_ref r = { ((uint64_t)gen << 32) | idx };
+	return r;
+}
+static inline uint32_t ura__ref_idx(ura_ref r) { return (uint32_t)r.id; }
+static inline uint32_t ura__ref_gen(ura_ref r) { return (uint32_t)(r.id >> 32); }
+
+#endif

@@ -1,0 +1,516 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ura.h: the one public header of ura, an actor runtime for Linux.
+ *
+ * Conventions, true of every function below unless its comment says
+ * otherwise:
+ *  - A fallible call returns 0 (or a non-negative value) on success and
+ *    -errno on failure. ura_strerror() turns that into text.
+ *  - A call that takes a handler and fails never calls that handler.
+ *  - Values passed to a send are copied into the message before the call
+ *    returns; the caller may reuse its buffers at once.
+ *  - "Handler context" means: only from inside a handler (or init callback)
+ *    running on a worker, with the ura_ctx the runtime passed in. A ctx is
+ *    valid only until that handler returns; never store it.
+ *  - "Any thread" means any thread of the process, worker or not, as long as
+ *    the system is not being destroyed concurrently.
+ */
+#ifndef URA_H
+#define URA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(URA_BUILDING)
+#define URA_API __attribute__((visibility("default")))
+#else
+#define URA_API
+#endif
+
+#define URA_VERSION_MAJOR 0
+#define URA_VERSION_MINOR 1
+#define URA_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------------ */
+/* Time                                                                     */
+
+#define URA_NSEC  ((uint64_t)1)
+#define URA_USEC  ((uint64_t)1000)
+#define URA_MSEC  ((uint64_t)1000000)
+#define URA_SEC   ((uint64_t)1000000000)
+
+/* ------------------------------------------------------------------------ */
+/* Atoms: short names packed into 64 bits, cheap to compare, printable.
+ *
+ * An atom holds up to 10 characters from [0-9A-Za-z_], 6 bits each, so
+ * URA_ATOM("take") is a constant usable in static initializers (not in a
+ * switch: C only folds it there as an extension). Characters outside the
+ * set encode as 0 and end the name; ura_atom_from() validates a run-time
+ * string and returns -EINVAL instead. 0 is "no atom" (and the wildcard tag
+ * in a behavior case).
+ */
+typedef uint64_t ura_atom;
+
+#define URA__A6(c) ((uint64_t)(                                          \
+	(c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 38 :                      \
+	(c) >= 'A' && (c) <= 'Z' ? (c) - 'A' + 11 :                      \
+	(c) >= '0' && (c) <= '9' ? (c) - '0' + 1 :                       \
+	(c) == '_' ? 37 : 0))
+/* The padding makes every index valid for any literal up to 10 chars, so
+ * no compiler warns about reading past a short one. */
+#define URA__AC(s, i) (URA__A6((s "\0\0\0\0\0\0\0\0\0\0")[i]) << (6 * (i)))
+#define URA_ATOM(s) (__extension__(ura_atom)(                            \
+	0 * sizeof(struct { int ok; _Static_assert(sizeof(s) <= 11,      \
+		"an atom has at most 10 characters"); }) +               \
+	(URA__AC(s, 0) | URA__AC(s, 1) | URA__AC(s, 2) | URA__AC(s, 3) |  \
+	 URA__AC(s, 4) | URA__AC(s, 5) | URA__AC(s, 6) | URA__AC(s, 7) |  \
+	 URA__AC(s, 8) | URA__AC(s, 9))))
+
+#define URA_ATOM_MAX 10
+/* Writes the atom's name (at most 10 chars + NUL) into buf and returns buf. */
+URA_API const char *ura_atom_name(ura_atom a, char buf[URA_ATOM_MAX + 1]);
+/* Encodes a run-time string; -EINVAL if empty, too long or a bad char. */
+URA_API int ura_atom_from(const char *name, ura_atom *out);
+
+/* ------------------------------------------------------------------------ */
+/* Errors and logging                                                       */
+
+/* Text for a -errno value returned by any ura call (or a positive errno). */
+URA_API const char *ura_strerror(int err);
+
+enum ura_log_level { URA_LOG_ERROR, URA_LOG_WARN, URA_LOG_INFO, URA_LOG_DEBUG };
+/* Called from any thread, possibly concurrently; msg has no newline. */
+typedef void ura_log_fn(void *ud, int level, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* Actor references
+ *
+ * A ref names one incarnation of an actor: a slot index plus the slot's
+ * generation. Refs are plain values, copyable anywhere, valid forever: once
+ * the actor stops, sends to the ref fail with -ESRCH (or, when the stop
+ * races the send, the message is counted as a dead letter). A ref never
+ * lets anyone touch freed memory.
+ */
+typedef struct ura_ref {
+	uint64_t id; /* 0 is the null ref */
+} ura_ref;
+
+#define URA_NOREF ((ura_ref){ 0 })
+static inline int ura_ref_eq(ura_ref a, ura_ref b) { return a.id == b.id; }
+static inline int ura_ref_null(ura_ref a) { return a.id == 0; }
+
+/* ------------------------------------------------------------------------ */
+/* Message values                                                           */
+
+typedef enum ura_type {
+	URA_T_I64 = 'i',
+	URA_T_F64 = 'd',
+	URA_T_ATOM = 'a',
+	URA_T_REF = 'r',
+	URA_T_STR = 's', /* NUL-terminated text, copied */
+	URA_T_BYTES = 'b', /* length-prefixed bytes, copied */
+	URA_T_PTR = 'p', /* opaque pointer: NOT copied, NOT owned by ura, and
+	                    unsafe for snapshots; the pointee's lifetime is
+	                    entirely the caller's responsibility */
+} ura_type;
+
+/*
+ * One typed value. In a received message, str/bytes point into the
+ * message and live exactly as long as the handler call that received it.
+ * When sending, they point at the caller's memory, which ura copies.
+ */
+typedef struct ura_value {
+	uint32_t type; /* ura_type */
+	uint32_t len;  /* bytes for URA_T_BYTES, strlen for URA_T_STR */
+	union {
+		int64_t i64;
+		double f64;
+		ura_atom atom;
+		ura_ref ref;
+		const char *str;
+		const void *bytes;
+		void *ptr;
+	} u;
+} ura_value;
+
+static inline ura_value ura_v_i64(int64_t v)
+{ ura_value x; x.type = URA_T_I64; x.len = 0; x.u.i64 = v; return x; }
+static inline ura_value ura_v_f64(double v)
+{ ura_value x; x.type = URA_T_F64; x.len = 0; x.u.f64 = v; return x; }
+static inline ura_value ura_v_atom(ura_atom v)
+{ ura_value x; x.type = URA_T_ATOM; x.len = 0; x.u.atom = v; return x; }
+static inline ura_value ura_v_ref(ura_ref v)
+{ ura_value x; x.type = URA_T_REF; x.len = 0; x.u.ref = v; return x; }
+/* A NULL string is sent as the empty string. */
+static inline ura_value ura_v_str(const char *s)
+{ ura_value x; x.type = URA_T_STR; x.len = UINT32_MAX; x.u.str = s; return x; }
+static inline ura_value ura_v_bytes(const void *p, size_t n)
+{
+	ura_value x; x.type = URA_T_BYTES;
+	x.len = n > UINT32_MAX - 1 ? UINT32_MAX : (uint32_t)n; /* huge: -EMSGSIZE */
+	x.u.bytes = p; return x;
+}
+static inline ura_value ura_v_ptr(void *p)
+{ ura_value x; x.type = URA_T_PTR; x.len = 0; x.u.ptr = p; return x; }
+static inline ura_value ura_v_value(ura_value v) { return v; }
+
+/* Largest payload (all values plus copied strings/bytes) of one message. */
+#define URA_MSG_MAX (64u << 20)
+/* Most values in one message. */
+#define URA_MAX_VALUES 16
+
+/* ------------------------------------------------------------------------ */
+/* Opaque types                                                             */
+
+typedef struct ura_system ura_system;
+typedef struct ura_ctx ura_ctx;     /* a handler's view of the runtime */
+typedef struct ura_msg ura_msg;     /* a received message (read-only) */
+
+/* ------------------------------------------------------------------------ */
+/* Received messages: valid only during the handler that got them.          */
+
+URA_API ura_atom ura_msg_tag(const ura_msg *m);
+URA_API ura_ref ura_msg_sender(const ura_msg *m); /* URA_NOREF if external */
+URA_API unsigned ura_msg_count(const ura_msg *m); /* number of values */
+/* A copy of value i; type 0 and all-zero if i is out of range. */
+URA_API ura_value ura_msg_value(const ura_msg *m, unsigned i);
+/* The signature string, e.g. "ri" for (ref, int64); NUL-terminated. */
+URA_API const char *ura_msg_types(const ura_msg *m);
+/* Typed accessors. A wrong type or index returns 0 / 0.0 / NULL /
+ * URA_NOREF; behaviors match on the signature first, so a handler only
+ * sees messages of the types its case names. */
+URA_API int64_t ura_arg_i64(const ura_msg *m, unsigned i);
+URA_API double ura_arg_f64(const ura_msg *m, unsigned i);
+URA_API ura_atom ura_arg_atom(const ura_msg *m, unsigned i);
+URA_API ura_ref ura_arg_ref(const ura_msg *m, unsigned i);
+URA_API const char *ura_arg_str(const ura_msg *m, unsigned i);
+URA_API const void *ura_arg_bytes(const ura_msg *m, unsigned i, size_t *len);
+URA_API void *ura_arg_ptr(const ura_msg *m, unsigned i);
+/* Writes a one-line rendering such as `take(<3.1>, 42, "x")` into buf
+ * (truncated to n) and returns the length it wanted, like snprintf. */
+URA_API int ura_msg_format(const ura_msg *m, char *buf, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Behaviors
+ *
+ * A behavior is an ordered list of cases. A message runs the handler of the
+ * first case whose tag equals the message's tag (0 matches any tag) and
+ * whose type signature equals the message's ("ri" = ref, int64; "" = no
+ * values; NULL = any values), and whose guard (if any) holds.
+ *
+ * Behaviors are plain data. Static ones are defined with URA_BEHAVIOR
+ * and URA_ON as `static const` objects; ura_behavior_new() builds one at run
+ * time (validated there). A behavior must outlive every actor using it.
+ * Per-actor data for a shared behavior (libcppa's `taken_by(philos)`) is
+ * the bound value given to ura_become_bound(), read with ura_bound().
+ */
+typedef void ura_handler(ura_ctx *cx, const ura_msg *m);
+
+/* Guards: a plain C predicate, the escape hatch. Richer guard expressions
+ * (placeholders, comparisons, lazy references) build on this field. */
+typedef int ura_guard_fn(ura_ctx *cx, const ura_msg *m, const void *arg);
+
+typedef struct ura_case {
+	ura_atom tag;        /* 0: any tag */
+	const char *types;   /* NULL: any values */
+	ura_handler *fn;
+	ura_guard_fn *guard; /* NULL: always */
+	const void *guard_arg;
+	uint64_t sig_;       /* private: packed types, see URA_ON */
+} ura_case;
+
+/* What a behavior does with a message that no case matches. */
+typedef enum ura_unmatched {
+	URA_UNMATCHED_DEFAULT = 0, /* the class's policy (itself default DROP) */
+	URA_UNMATCHED_DROP,        /* drop it and count it (stats.unmatched) */
+	URA_UNMATCHED_STASH,       /* keep it; re-deliver after the next become */
+} ura_unmatched;
+
+typedef struct ura_behavior {
+	const ura_case *cases;
+	uint32_t ncases;
+	uint32_t unmatched;  /* ura_unmatched */
+	const char *name;    /* optional, for traces */
+	/* Reserved for receive timeouts (libcppa's after()). */
+	uint64_t timeout_ns;
+	ura_handler *on_timeout;
+} ura_behavior;
+
+/* Packs up to 7 type chars into the low bytes; longer signatures are
+ * compared as strings (private). */
+#define URA__SC(s, i) ((uint64_t)(unsigned char)((s "\0\0\0\0\0\0\0\0")[i]) << (8 * (i)))
+#define URA__SIG(s) (__extension__(uint64_t)(                              \
+	sizeof(s) > 8 ? (uint64_t)1 << 63 :                                \
+	(URA__SC(s, 0) | URA__SC(s, 1) | URA__SC(s, 2) | URA__SC(s, 3) |   \
+	 URA__SC(s, 4) | URA__SC(s, 5) | URA__SC(s, 6))))
+
+/* URA_ON(tag, "types", handler, .guard = fn, .guard_arg = p). The types
+ * must be a string literal (URA_ON_ANY takes any values). */
+#define URA_ON(tag_, types_, ...)                                          \
+	{ .tag = (tag_), .types = (types_),                                \
+	  .sig_ = URA__SIG(types_) | ((uint64_t)1 << 62), .fn = __VA_ARGS__ }
+#define URA_ON_ANY(tag_, ...)                                              \
+	{ .tag = (tag_), .types = NULL, .sig_ = 0, .fn = __VA_ARGS__ }
+
+/*
+ * Defines a file-scope behavior `name` (static const):
+ *
+ *	static const ura_behavior available;     // forward, if needed
+ *	URA_BEHAVIOR(available,
+ *		URA_ON(A_TAKE, "r", take));
+ *
+ * URA_BEHAVIOR_OPTS(name, (.unmatched = URA_UNMATCHED_STASH), cases...)
+ * sets behavior fields too. (A definer rather than an initializer: GCC
+ * folds atoms in a plain array initializer, not in a compound literal.)
+ */
+#define URA__UNPAREN(...) __VA_ARGS__
+#define URA_BEHAVIOR_OPTS(name_, opts_, ...)                               \
+	static const ura_case name_##__ura_cases[] = { __VA_ARGS__ };      \
+	static const ura_behavior name_ = {                                \
+		.cases = name_##__ura_cases,                               \
+		.ncases = (uint32_t)(sizeof(name_##__ura_cases) /          \
+				     sizeof(ura_case)),                    \
+		.name = #name_, URA__UNPAREN opts_ }
+#define URA_BEHAVIOR(name_, ...) URA_BEHAVIOR_OPTS(name_, (.unmatched = 0), __VA_ARGS__)
+
+/* Builds a behavior at run time: copies `cases` (types strings included),
+ * validates every case (a handler is set, types use only "idarsbp" and at
+ * most URA_MAX_VALUES of them), and returns it in *out. -EINVAL on a bad
+ * case, -ENOMEM. Free it with ura_behavior_free() once no actor uses it.
+ * Any thread. */
+URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
+			     size_t ncases, ura_unmatched unmatched);
+URA_API void ura_behavior_free(ura_behavior *b);
+/* Checks a (static) behavior the way ura_behavior_new() does. */
+URA_API int ura_behavior_check(const ura_behavior *b);
+
+/* ------------------------------------------------------------------------ */
+/* Actor classes                                                            */
+
+typedef struct ura_class {
+	const char *name;            /* for traces and errors; required */
+	size_t state_size;           /* bytes of per-actor state, zeroed */
+	const ura_behavior *initial; /* required */
+	/* Called once, on the spawning thread, before spawn returns. `arg`
+	 * is the spawn argument. Without init, a non-NULL arg is copied into
+	 * the state (state_size bytes). Returning -errno fails the spawn. */
+	int (*init)(ura_ctx *cx, void *state, const void *arg);
+	/* Called once when the actor stops or the system is destroyed, on
+	 * the thread doing that. Must not send. */
+	void (*destroy)(void *state);
+	uint32_t unmatched;          /* ura_unmatched; default DROP */
+} ura_class;
+
+/* ------------------------------------------------------------------------ */
+/* System                                                                   */
+
+typedef struct ura_config {
+	/* Worker threads; 0: one per CPU this process may run on. The
+	 * environment variable URA_WORKERS overrides it. */
+	unsigned workers;
+	/* Messages an actor may handle per turn before it goes to the back
+	 * of the run queue; 0: 64. URA_BATCH overrides it. */
+	unsigned batch;
+	/* Longest a sleeping worker waits without being woken, a backstop
+	 * against a lost wakeup; 0: 50 ms. */
+	uint64_t idle_wait_ns;
+	/* How long an idle worker spins and tries to steal before sleeping;
+	 * 0: 50 us. */
+	uint64_t spin_ns;
+	/* Don't start the workers yet: see ura_system_start(). Messages sent
+	 * before the start wait for it. */
+	int paused;
+	/* Pin worker i to the i-th allowed CPU (default on). */
+	int no_pinning;
+	/* Trace every unmatched message through the log (also URA_TRACE=
+	 * unmatched). */
+	int trace_unmatched;
+	/* Log sink; NULL: stderr, with "ura: " in front. */
+	ura_log_fn *log;
+	void *log_ud;
+	/* Least level the default sink prints; 0 = URA_LOG_ERROR ... The
+	 * environment variable URA_LOG=error|warn|info|debug overrides it;
+	 * default warn. */
+	int log_level;
+} ura_config;
+
+/* Creates a system and (unless cfg->paused) starts its workers. cfg may be
+ * NULL for defaults. Returns -EINVAL on a bad config or environment
+ * variable, -ENOMEM, or the error of a failed thread start. Any thread. */
+URA_API int ura_system_new(ura_system **out, const ura_config *cfg);
+/* Starts the workers of a system created paused; 0 if already started. */
+URA_API int ura_system_start(ura_system *sys);
+/* Blocks until the system is quiescent: no actor runnable or running, no
+ * message in flight, nothing pending on any worker's ring. Starts a paused
+ * system. Returns 0, or -EDEADLK when called from a worker thread. Any
+ * non-worker thread; several may wait at once. Actors stay alive: a new
+ * message from outside starts them again. */
+URA_API int ura_system_await(ura_system *sys);
+/* Like ura_system_await, but gives up after timeout_ns with -ETIMEDOUT. */
+URA_API int ura_system_await_for(ura_system *sys, uint64_t timeout_ns);
+/* Stops the workers after the turns they are running. From then on every
+ * send and spawn fails with -ESHUTDOWN. Idempotent; 0 on success,
+ * -EDEADLK from a worker thread. */
+URA_API int ura_system_shutdown(ura_system *sys);
+/* Shuts down if needed, runs the destroy callback of every live actor,
+ * frees every message, actor and worker, and the system itself. Returns 0
+ * when nothing was lost, or -EBUSY when accepted messages were never
+ * handled (still in mailboxes, or stashed and never matched): they are
+ * freed too, and what was lost is logged at warn level. -EDEADLK from a
+ * worker thread (nothing is freed then). */
+URA_API int ura_system_destroy(ura_system *sys);
+
+/* Counters, summed over workers; a snapshot, not atomic as a whole. */
+typedef struct ura_stats {
+	unsigned workers;
+	const char *backend;   /* e.g. "io_uring(single_issuer,defer_taskrun)"
+	                          or "epoll"; static storage */
+	uint64_t spawned;      /* actors spawned */
+	uint64_t stopped;      /* actors stopped */
+	uint64_t live;         /* actors alive now */
+	uint64_t sent;         /* messages accepted by a send */
+	uint64_t received;     /* taken from mailboxes (handled, unmatched,
+	                          stashed, or dead letters) */
+	uint64_t unmatched;    /* dropped because no case matched */
+	uint64_t stashed;      /* stashed because no case matched */
+	uint64_t dead_letters; /* reached an actor that had stopped */
+	uint64_t turns;        /* actor turns run */
+	uint64_t steals;       /* actors taken from another worker */
+	uint64_t sleeps;       /* times a worker went to sleep */
+	uint64_t wakeups;      /* wakeups sent to sleeping workers */
+	uint64_t ring_enters;  /* io_uring_enter / epoll_wait calls */
+} ura_stats;
+URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* Handler context (valid only inside a handler or init callback)          */
+
+URA_API ura_ref ura_self(ura_ctx *cx);
+URA_API ura_ref ura_sender(ura_ctx *cx);     /* of the current message */
+URA_API void *ura_state(ura_ctx *cx);         /* the actor's state */
+URA_API ura_system *ura_ctx_system(ura_ctx *cx);
+/* Worker index running this handler (0-based). */
+URA_API unsigned ura_worker_id(ura_ctx *cx);
+/* Switches to behavior b for the next message (the running handler
+ * finishes first). Re-delivers stashed messages. -EINVAL if b is NULL. */
+URA_API int ura_become(ura_ctx *cx, const ura_behavior *b);
+/* Same, and sets the bound value read by ura_bound(). */
+URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound);
+URA_API ura_value ura_bound(ura_ctx *cx);
+/* Stops the actor once the running handler returns: its destroy callback
+ * runs, later messages become dead letters, its ref goes stale. */
+URA_API void ura_stop(ura_ctx *cx);
+
+/* ------------------------------------------------------------------------ */
+/* Spawning. `x` is a ura_ctx* (inside a handler: the child starts on the
+ * same worker) or a ura_system* (any thread). */
+
+URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			  ura_ref *out);
+URA_API int ura_spawn_sys(ura_system *sys, const ura_class *cls,
+			  const void *arg, ura_ref *out);
+
+/* ------------------------------------------------------------------------ */
+/* Sending. vals/n are copied. Returns 0, -ESRCH (the target has stopped or
+ * never existed), -EINVAL (bad tag or value), -EMSGSIZE (over URA_MSG_MAX),
+ * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. */
+
+URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
+			  const ura_value *vals, unsigned n);
+URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
+			  const ura_value *vals, unsigned n);
+/* Sends to the sender of the current message (or, for a request, routes
+ * the reply to the requester's continuation). -ESRCH if there is none. */
+URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
+		       unsigned n);
+/* Request/response: sends like ura_sendv_ctx, and routes the reply (the
+ * target's ura_reply) to `cont` on this actor, bypassing its behavior.
+ * `cont` runs with the reply message; ura_request_data() there returns
+ * `data`. If this call fails, cont is never called. */
+URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
+			 void *data, ura_atom tag, const ura_value *vals,
+			 unsigned n);
+URA_API void *ura_request_data(ura_ctx *cx);
+
+/* ------------------------------------------------------------------------ */
+/* C11 conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
+ * ura_system*, values of type int/long/long long/unsigned (int64), double,
+ * ura_ref, char * / const char * (string), void * (opaque pointer) or an
+ * explicit ura_value (ura_v_atom(A), ura_v_bytes(p, n)). */
+#ifndef __cplusplus
+
+#define URA_V(x) _Generic((x),                                             \
+	int: ura_v_i64, long: ura_v_i64, long long: ura_v_i64,             \
+	unsigned: ura_v_i64, unsigned long: ura_v_i64,                     \
+	unsigned long long: ura_v_i64, short: ura_v_i64,                   \
+	unsigned short: ura_v_i64, signed char: ura_v_i64,                 \
+	unsigned char: ura_v_i64, _Bool: ura_v_i64,                        \
+	float: ura_v_f64, double: ura_v_f64,                               \
+	ura_ref: ura_v_ref, char *: ura_v_str, const char *: ura_v_str,    \
+	void *: ura_v_ptr, ura_value: ura_v_value)(x)
+
+#define URA__N(...) URA__N_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, \
+	7, 6, 5, 4, 3, 2, 1, 0)
+#define URA__N_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13,   \
+	a14, a15, a16, n, ...) n
+#define URA__CAT(a, b) URA__CAT_(a, b)
+#define URA__CAT_(a, b) a##b
+#define URA__M0()
+#define URA__M1(a) URA_V(a)
+#define URA__M2(a, ...) URA_V(a), URA__M1(__VA_ARGS__)
+#define URA__M3(a, ...) URA_V(a), URA__M2(__VA_ARGS__)
+#define URA__M4(a, ...) URA_V(a), URA__M3(__VA_ARGS__)
+#define URA__M5(a, ...) URA_V(a), URA__M4(__VA_ARGS__)
+#define URA__M6(a, ...) URA_V(a), URA__M5(__VA_ARGS__)
+#define URA__M7(a, ...) URA_V(a), URA__M6(__VA_ARGS__)
+#define URA__M8(a, ...) URA_V(a), URA__M7(__VA_ARGS__)
+#define URA__M9(a, ...) URA_V(a), URA__M8(__VA_ARGS__)
+#define URA__M10(a, ...) URA_V(a), URA__M9(__VA_ARGS__)
+#define URA__M11(a, ...) URA_V(a), URA__M10(__VA_ARGS__)
+#define URA__M12(a, ...) URA_V(a), URA__M11(__VA_ARGS__)
+#define URA__M13(a, ...) URA_V(a), URA__M12(__VA_ARGS__)
+#define URA__M14(a, ...) URA_V(a), URA__M13(__VA_ARGS__)
+
+/* (tag, v...) -> tag, (const ura_value[]){v...}, n; the tag position is
+ * always an atom. With no values: tag, NULL, 0. */
+#define URA__TV(...) URA__CAT(URA__TV, URA__N(__VA_ARGS__))(__VA_ARGS__)
+#define URA__TV1(t) (t), NULL, 0u
+#define URA__TVN(t, n, ...) (t), (const ura_value[]){ URA__CAT(URA__M, n)(__VA_ARGS__) }, (n)
+#define URA__TV2(t, ...) URA__TVN(t, 1, __VA_ARGS__)
+#define URA__TV3(t, ...) URA__TVN(t, 2, __VA_ARGS__)
+#define URA__TV4(t, ...) URA__TVN(t, 3, __VA_ARGS__)
+#define URA__TV5(t, ...) URA__TVN(t, 4, __VA_ARGS__)
+#define URA__TV6(t, ...) URA__TVN(t, 5, __VA_ARGS__)
+#define URA__TV7(t, ...) URA__TVN(t, 6, __VA_ARGS__)
+#define URA__TV8(t, ...) URA__TVN(t, 7, __VA_ARGS__)
+#define URA__TV9(t, ...) URA__TVN(t, 8, __VA_ARGS__)
+#define URA__TV10(t, ...) URA__TVN(t, 9, __VA_ARGS__)
+#define URA__TV11(t, ...) URA__TVN(t, 10, __VA_ARGS__)
+#define URA__TV12(t, ...) URA__TVN(t, 11, __VA_ARGS__)
+#define URA__TV13(t, ...) URA__TVN(t, 12, __VA_ARGS__)
+#define URA__TV14(t, ...) URA__TVN(t, 13, __VA_ARGS__)
+#define URA__TV15(t, ...) URA__TVN(t, 14, __VA_ARGS__)
+
+#define ura_send(x, to, ...) _Generic((x),                                 \
+	ura_ctx *: ura_sendv_ctx, ura_system *: ura_sendv_sys)(            \
+	(x), (to), URA__TV(__VA_ARGS__))
+#define ura_reply(cx, ...) ura_replyv((cx), URA__TV(__VA_ARGS__))
+#define ura_request(cx, to, cont, data, ...)                               \
+	ura_requestv((cx), (to), (cont), (data), URA__TV(__VA_ARGS__))
+/* ura_spawn(x, &cls, arg, &ref): variadic only so that a compound literal
+ * argument with commas, &(point){ 1, 2 }, passes through the macro. */
+#define ura_spawn(x, cls, ...) _Generic((x),                               \
+	ura_ctx *: ura_spawn_ctx, ura_system *: ura_spawn_sys)(            \
+	(x), (cls), __VA_ARGS__)
+#define ura_become_bound(cx, b, v) ura_become_with((cx), (b), URA_V(v))
+
+#endif /* !__cplusplus */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* URA_H */

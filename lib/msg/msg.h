@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Messages: one allocation holding the header, the typed values and the
+ * copied strings/bytes. The first field is the mailbox link, so a message is
+ * its own queue node (intrusive MPSC, see actor/mailbox.h).
+ */
+#ifndef URA_MSG_H
+#define URA_MSG_H
+
+#include "util/util.h"
+
+enum {
+	URA__MK_PLAIN = 0,
+	URA__MK_REQUEST = 1,  /* carries req; the reply becomes a RESPONSE */
+	URA__MK_RESPONSE = 2, /* routed to the requester's continuation */
+};
+
+enum {
+	URA__MF_STASH = 1, /* retire into the actor's stash, don't free */
+};
+
+struct ura_msg {
+	_Atomic(struct ura_msg *) next; /* mailbox link; stash link once retired */
+	ura_atom tag;
+	ura_ref from;
+	uint64_t sig;      /* the type chars packed little-endian (so, for
+	                      n <= 7, also a NUL-terminated string), or
+	                      URA__SIG_LONG for more values */
+	uint32_t to_gen;   /* incarnation it was sent to: a mismatch is a dead letter */
+	uint32_t req;      /* request id (REQUEST / RESPONSE) */
+	uint16_t n;        /* values */
+	uint8_t kind;      /* URA__MK_* */
+	uint8_t flags;     /* URA__MF_* */
+	uint8_t cls;       /* pool size class, or URA__POOL_BIG */
+	uint8_t pad_[3];
+	ura_value vals[];  /* then, if n > 7, n+1 type chars; then payload */
+};
+
+/* Size classes of the per-worker pools: 64 B .. 2 KiB; bigger messages
+ * come straight from malloc. */
+#define URA__POOL_CLASSES 6
+#define URA__POOL_BIG 255
+#define URA__POOL_KEEP 4096 /* blocks a pool keeps per class before freeing */
+
+struct ura__pool {
+	void *free[URA__POOL_CLASSES];
+	uint32_t count[URA__POOL_CLASSES];
+};
+
+/* Allocation works from any thread; `pool` is NULL off the workers. */
+struct ura_msg *ura__msg_alloc(struct ura__pool *pool, size_t size);
+void ura__msg_free(struct ura__pool *pool, struct ura_msg *m);
+void ura__pool_drain(struct ura__pool *pool);
+/* Pool blocks for small internal records (request continuations). */
+void *ura__pool_get(struct ura__pool *pool, size_t size);
+void ura__pool_put(struct ura__pool *pool, void *p, size_t size);
+
+/* Checks vals and returns the message size they need, or -errno. */
+long ura__msg_size(const ura_value *vals, unsigned n);
+/* Builds a message of `size` bytes (from ura__msg_size) holding vals. */
+void ura__msg_fill(struct ura_msg *m, ura_atom tag, ura_ref from,
+		   const ura_value *vals, unsigned n);
+
+/* Packs a type string the way URA__SIG does (bit 62 set: "typed"). */
+uint64_t ura__sig_pack(const char *types, size_t n);
+#define URA__SIG_TYPED ((uint64_t)1 << 62)
+#define URA__SIG_LONG ((uint64_t)1 << 63)
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "ura_msg.sig doubles as a string on little-endian machines");
+_Static_assert(sizeof(struct ura_msg) == 48, "a one-value message fits 64 B");
+
+static inline const char *ura__msg_types(const struct ura_msg *m)
+{
+	return m->n <= 7 ? (const char *)&m->sig : (const char *)&m->vals[m->n];
+}
+
+#endif

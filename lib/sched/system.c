@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: MIT */
+/* System life cycle: create, start, await, shut down, destroy, stats. */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numa/topo.h"
+#include "sched/sched.h"
+
+#define MAX_WORKERS 1024
+
+static int parse_uint_env(ura_system *sys, const char *name, unsigned lo,
+			  unsigned hi, unsigned *out)
+{
+	const char *e = getenv(name);
+	if (!e || !*e)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(e, &end, 10);
+	if (errno || *end || e[0] == '-' || v < lo || v > hi) {
+		ura__log(sys, URA_LOG_ERROR, "%s=%s: expected a whole number from %u to %u",
+			 name, e, lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned)v;
+	return 1;
+}
+
+static int env_flag(const char *name, int dflt)
+{
+	const char *e = getenv(name);
+	if (!e || !*e)
+		return dflt;
+	return !(e[0] == '0' || !strcmp(e, "false") || !strcmp(e, "no") || !strcmp(e, "off"));
+}
+
+URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
+{
+	ura_config dflt;
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!cfg) {
+		memset(&dflt, 0, sizeof dflt);
+		cfg = &dflt;
+	}
+	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 ||
+	    cfg->log_level > URA_LOG_DEBUG)
+		return -EINVAL;
+	ura_system *sys = calloc(1, sizeof *sys);
+	if (!sys)
+		return -ENOMEM;
+	sys->log = cfg->log;
+	sys->log_ud = cfg->log_ud;
+	sys->log_level = ura__log_level_from_env(cfg->log_level ? cfg->log_level : URA_LOG_WARN);
+	sys->batch = cfg->batch ? cfg->batch : 64;
+	sys->idle_wait_ns = cfg->idle_wait_ns ? cfg->idle_wait_ns : 50 * URA_MSEC;
+	sys->spin_ns = cfg->spin_ns ? cfg->spin_ns : 50 * URA_USEC;
+	sys->pin = !cfg->no_pinning;
+	sys->want_uring = env_flag("URA_IO_URING", 1);
+	const char *tr = getenv("URA_TRACE");
+	sys->trace_unmatched = cfg->trace_unmatched || (tr && strstr(tr, "unmatched"));
+	sys->backend = "none";
+
+	int rc = ura__topo_cpus(&sys->cpus);
+	if (rc < 0) {
+		free(sys);
+		return rc;
+	}
+	unsigned ncpus = (unsigned)rc;
+	unsigned workers = cfg->workers ? cfg->workers : ncpus;
+	rc = parse_uint_env(sys, "URA_WORKERS", 1, MAX_WORKERS, &workers);
+	if (rc < 0) {
+		free(sys->cpus);
+		free(sys);
+		return rc;
+	}
+	rc = parse_uint_env(sys, "URA_BATCH", 1, 1u << 20, &sys->batch);
+	if (rc < 0) {
+		free(sys->cpus);
+		free(sys);
+		return rc;
+	}
+	sys->nworkers = workers;
+	int *cpus = realloc(sys->cpus, workers * sizeof *cpus);
+	if (!cpus) {
+		free(sys->cpus);
+		free(sys);
+		return -ENOMEM;
+	}
+	/* More workers than CPUs: wrap around, sharing CPUs. */
+	for (unsigned i = ncpus; i < workers; i++)
+		cpus[i] = cpus[i % ncpus];
+	sys->cpus = cpus;
+
+	sys->workers = aligned_alloc(URA__CACHELINE, workers * sizeof *sys->workers);
+	sys->chunks = calloc(URA__MAX_CHUNKS, sizeof *sys->chunks);
+	if (!sys->workers || !sys->chunks) {
+		free(sys->workers);
+		free(sys->chunks);
+		free(sys->cpus);
+		free(sys);
+		return -ENOMEM;
+	}
+	memset(sys->workers, 0, workers * sizeof *sys->workers);
+	for (unsigned i = 0; i < workers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		w->sys = sys;
+		w->id = i;
+		w->cpu = sys->pin ? sys->cpus[i] : -1;
+		w->rng = 0x9e3779b9u * (i + 1);
+		w->poller.efd = w->poller.epfd = -1;
+	}
+	atomic_store(&sys->idx_hwm, 1); /* index 0 is the null ref */
+	pthread_mutex_init(&sys->inject_lock, NULL);
+	pthread_mutex_init(&sys->slot_lock, NULL);
+	pthread_mutex_init(&sys->q_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sys->q_cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	if (!cfg->paused) {
+		rc = ura_system_start(sys);
+		if (rc < 0) {
+			ura_system_destroy(sys);
+			return rc;
+		}
+	}
+	*out = sys;
+	return 0;
+}
+
+URA_API int ura_system_start(ura_system *sys)
+{
+	if (!sys)
+		return -EINVAL;
+	if (atomic_load(&sys->started))
+		return 0;
+	if (atomic_load(&sys->shutdown))
+		return -ESHUTDOWN;
+	pthread_mutex_lock(&sys->q_lock);
+	int rc = atomic_load(&sys->started) ? 0 : ura__workers_start(sys);
+	pthread_mutex_unlock(&sys->q_lock);
+	return rc;
+}
+
+URA_API int ura_system_await_for(ura_system *sys, uint64_t timeout_ns)
+{
+	if (!sys)
+		return -EINVAL;
+	if (ura__current_worker)
+		return -EDEADLK;
+	int rc = ura_system_start(sys);
+	if (rc < 0)
+		return rc;
+	uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : ura__now_ns() + timeout_ns;
+	atomic_fetch_add_explicit(&sys->awaiters, 1, memory_order_seq_cst);
+	rc = 0;
+	for (;;) {
+		if (ura__quiescent(sys))
+			break;
+		if (atomic_load(&sys->shutdown)) {
+			rc = -ESHUTDOWN;
+			break;
+		}
+		uint64_t now = ura__now_ns();
+		if (now >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		/* Workers signal when the last of them goes to sleep idle; the
+		 * 10 ms poll is a backstop, not the mechanism. */
+		uint64_t until = now + 10 * URA_MSEC;
+		if (until > deadline)
+			until = deadline;
+		struct timespec ts = { (time_t)(until / URA_SEC), (long)(until % URA_SEC) };
+		pthread_mutex_lock(&sys->q_lock);
+		uint64_t gen = sys->q_gen;
+		while (sys->q_gen == gen &&
+		       pthread_cond_timedwait(&sys->q_cond, &sys->q_lock, &ts) == 0)
+			;
+		pthread_mutex_unlock(&sys->q_lock);
+	}
+	atomic_fetch_sub_explicit(&sys->awaiters, 1, memory_order_seq_cst);
+	return rc;
+}
+
+URA_API int ura_system_await(ura_system *sys)
+{
+	return ura_system_await_for(sys, UINT64_MAX);
+}
+
+URA_API int ura_system_shutdown(ura_system *sys)
+{
+	if (!sys)
+		return -EINVAL;
+	if (ura__current_worker)
+		return -EDEADLK;
+	ura__workers_stop(sys);
+	/* Wake anyone still awaiting: they return -ESHUTDOWN. */
+	pthread_mutex_lock(&sys->q_lock);
+	sys->q_gen++;
+	pthread_cond_broadcast(&sys->q_cond);
+	pthread_mutex_unlock(&sys->q_lock);
+	return 0;
+}
+
+URA_API int ura_system_destroy(ura_system *sys)
+{
+	if (!sys)
+		return -EINVAL;
+	if (ura__current_worker)
+		return -EDEADLK;
+	ura_system_shutdown(sys);
+	uint64_t lost = 0, live = 0;
+	uint32_t hwm = atomic_load(&sys->idx_hwm);
+	for (uint32_t idx = 1; idx < hwm; idx++) {
+		struct ura__actor *a = ura__slot_get(sys, idx);
+		if (!a)
+			continue;
+		live += a->state_kind == URA__A_ALIVE;
+		lost += ura__actor_reclaim(sys, a);
+	}
+	for (uint32_t c = 0; c < URA__MAX_CHUNKS; c++)
+		free(atomic_load_explicit(&sys->chunks[c], memory_order_relaxed));
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		ura__pool_drain(&w->pool);
+		ura__poller_close(&w->poller);
+	}
+	int rc = 0;
+	if (lost) {
+		ura__log(sys, URA_LOG_WARN,
+			 "destroy: %llu accepted message(s) were never handled "
+			 "(%llu actor(s) still alive were destroyed)",
+			 (unsigned long long)lost, (unsigned long long)live);
+		rc = -EBUSY;
+	} else if (live) {
+		ura__log(sys, URA_LOG_DEBUG, "destroy: %llu idle actor(s) destroyed",
+			 (unsigned long long)live);
+	}
+	pthread_mutex_destroy(&sys->inject_lock);
+	pthread_mutex_destroy(&sys->slot_lock);
+	pthread_mutex_destroy(&sys->q_lock);
+	pthread_cond_destroy(&sys->q_cond);
+	free(sys->chunks);
+	free(sys->workers);
+	free(sys->cpus);
+	free(sys);
+	return rc;
+}
+
+URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
+{
+	if (!sys || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof *out);
+	out->workers = sys->nworkers;
+	out->backend = sys->backend;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__wstats *s = &sys->workers[i].st;
+		out->spawned += ura__ld(&s->spawned);
+		out->stopped += ura__ld(&s->stopped);
+		out->sent += ura__ld(&s->sent);
+		out->received += ura__ld(&s->received);
+		out->unmatched += ura__ld(&s->unmatched);
+		out->stashed += ura__ld(&s->stashed);
+		out->dead_letters += ura__ld(&s->dead_letters);
+		out->turns += ura__ld(&s->turns);
+		out->steals += ura__ld(&s->steals);
+		out->sleeps += ura__ld(&s->sleeps);
+		out->wakeups += ura__ld(&s->wakeups);
+		out->ring_enters += ura__ld(&s->ring_enters);
+	}
+	out->spawned += atomic_load_explicit(&sys->ext_spawned, memory_order_relaxed);
+	out->stopped += atomic_load_explicit(&sys->ext_stopped, memory_order_relaxed);
+	out->sent += atomic_load_explicit(&sys->ext_sent, memory_order_relaxed);
+	out->live = out->spawned - out->stopped;
+	return 0;
+}

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The scheduling loop of a worker: its run queue, the LIFO "next" slot,
+ * stealing, spinning, sleeping in the poller, waking peers, and the
+ * quiescence check.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched/sched.h"
+
+_Thread_local struct ura__worker *ura__current_worker;
+
+/* After this many next-slot runs in a row, the run queue goes first: two
+ * actors ping-ponging through the slot must not starve the queue. */
+#define NEXT_STREAK_MAX 32
+/* Every this many picks, look at the inject queue before local work, so
+ * sends from outside are served even on a saturated worker (Go: 61). */
+#define INJECT_EVERY 61
+
+/* ---- run queue ------------------------------------------------------ */
+
+static inline uint32_t rq_len(struct ura__runq *q)
+{
+	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+	uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+	return t - h;
+}
+
+/* Owner only. */
+static inline int rq_push(struct ura__runq *q, struct ura__actor *a)
+{
+	uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	/* acquire: pairs with the CAS on head by consumers, so the slot we
+	 * are about to overwrite was read before they advanced head. */
+	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+	if (t - h >= URA__RQ_SIZE)
+		return 0;
+	atomic_store_explicit(&q->buf[t % URA__RQ_SIZE], a, memory_order_relaxed);
+	/* release: publishes the slot (and, through the token chain, the
+	 * actor) to consumers that acquire tail. */
+	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+	return 1;
+}
+
+/* Owner or thief: takes the oldest entry. */
+static inline struct ura__actor *rq_pop(struct ura__runq *q)
+{
+	for (;;) {
+		uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+		uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+		if (h == t)
+			return NULL;
+		if (t - h > URA__RQ_SIZE)
+			continue; /* torn read of a moving queue */
+		/* This read may see a slot the owner is reusing, but only when
+		 * head has moved past h, and then the CAS below fails. */
+		struct ura__actor *a = atomic_load_explicit(&q->buf[h % URA__RQ_SIZE],
+							    memory_order_relaxed);
+		/* acq_rel: release orders our read of the slot before the
+		 * owner may overwrite it (pairs with its acquire of head). */
+		if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + 1,
+							  memory_order_acq_rel,
+							  memory_order_relaxed))
+			return a;
+	}
+}
+
+/* ---- waking --------------------------------------------------------- */
+
+static void wake_one(ura_system *sys, struct ura__worker *self)
+{
+	unsigned n = sys->nworkers;
+	unsigned start = self ? self->id + 1 : 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct ura__worker *v = &sys->workers[(start + i) % n];
+		if (v == self || !atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
+			continue;
+		/* One wake per sleep: the sleeper clears wake_pending when it
+		 * gets up. */
+		if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
+			return;
+		ura__poller_wake(&v->poller);
+		if (self)
+			ura__inc(&self->st.wakeups);
+		return;
+	}
+}
+
+/* There is stealable work: make sure someone will come for it. */
+static inline void maybe_wake(ura_system *sys, struct ura__worker *self)
+{
+	/* seq_cst fence: pairs with the fence after a sleeper's store to
+	 * its `sleeping` flag (worker_sleep). Either we see the flag, or the
+	 * sleeper's recheck sees our work: never neither (Dekker). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
+		return;
+	/* A spinning worker finds the work itself; waking a sleeper as well
+	 * would pay a wake (tens of us on a VM) for nothing. */
+	if (atomic_load_explicit(&sys->nspinning, memory_order_relaxed))
+		return;
+	wake_one(sys, self);
+}
+
+/* ---- scheduling ----------------------------------------------------- */
+
+static void push_local(struct ura__worker *w, struct ura__actor *a)
+{
+	if (!w->ovf_head && rq_push(&w->rq, a)) {
+		maybe_wake(w->sys, w);
+		return;
+	}
+	/* Full ring: the overflow list is private; it refills the ring as
+	 * the ring drains (see pick). */
+	a->link = NULL;
+	if (w->ovf_tail)
+		w->ovf_tail->link = a;
+	else
+		w->ovf_head = a;
+	w->ovf_tail = a;
+}
+
+static void inject(ura_system *sys, struct ura__actor *a)
+{
+	a->link = NULL;
+	pthread_mutex_lock(&sys->inject_lock);
+	if (sys->inject_tail)
+		sys->inject_tail->link = a;
+	else
+		sys->inject_head = a;
+	sys->inject_tail = a;
+	atomic_fetch_add_explicit(&sys->inject_len, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&sys->inject_lock);
+	maybe_wake(sys, NULL);
+}
+
+static struct ura__actor *inject_pop(ura_system *sys)
+{
+	if (!atomic_load_explicit(&sys->inject_len, memory_order_relaxed))
+		return NULL;
+	pthread_mutex_lock(&sys->inject_lock);
+	struct ura__actor *a = sys->inject_head;
+	if (a) {
+		sys->inject_head = a->link;
+		if (!sys->inject_head)
+			sys->inject_tail = NULL;
+		atomic_fetch_sub_explicit(&sys->inject_len, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&sys->inject_lock);
+	return a;
+}
+
+void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (!w) {
+		inject(sys, a);
+		return;
+	}
+	/* The woken actor runs next on this worker, where the message it got
+	 * is still in cache; whoever held the slot goes to the queue, where
+	 * an idle peer may steal it. */
+	struct ura__actor *old = w->next;
+	w->next = a;
+	if (old)
+		push_local(w, old);
+}
+
+void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)
+{
+	push_local(w, a);
+}
+
+/* Refills the ring from the private overflow list, oldest first, so the
+ * overflow becomes stealable and nothing waits behind later arrivals. */
+static void refill(struct ura__worker *w)
+{
+	while (w->ovf_head && rq_push(&w->rq, w->ovf_head)) {
+		w->ovf_head = w->ovf_head->link;
+		if (!w->ovf_head)
+			w->ovf_tail = NULL;
+	}
+}
+
+static struct ura__actor *pick(struct ura__worker *w)
+{
+	struct ura__actor *a;
+	if (w->ovf_head)
+		refill(w);
+	if (++w->tick % INJECT_EVERY == 0 && (a = inject_pop(w->sys)))
+		return a;
+	if (w->next) {
+		if (w->next_streak < NEXT_STREAK_MAX || !rq_len(&w->rq)) {
+			a = w->next;
+			w->next = NULL;
+			w->next_streak++;
+			return a;
+		}
+		push_local(w, w->next);
+		w->next = NULL;
+	}
+	w->next_streak = 0;
+	if ((a = rq_pop(&w->rq)))
+		return a;
+	return inject_pop(w->sys);
+}
+
+static struct ura__actor *steal(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	unsigned n = sys->nworkers;
+	w->rng = w->rng * 1103515245u + 12345u;
+	unsigned start = (w->rng >> 16) % n;
+	for (unsigned i = 0; i < n; i++) {
+		struct ura__worker *v = &sys->workers[(start + i) % n];
+		if (v == w || !rq_len(&v->rq))
+			continue; /* known empty: no CAS, no cache-line steal */
+		struct ura__actor *a = rq_pop(&v->rq);
+		if (a) {
+			ura__inc(&w->st.steals);
+			return a;
+		}
+	}
+	return NULL;
+}
+
+static int work_visible(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	if (atomic_load_explicit(&sys->inject_len, memory_order_relaxed))
+		return 1;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (rq_len(&sys->workers[i].rq))
+			return 1;
+	return 0;
+}
+
+/* ---- quiescence ----------------------------------------------------- */
+
+/*
+ * True when, at one instant, every worker was idle and every message sent
+ * had been taken from a mailbox. Counters only change while a worker is
+ * busy; the two passes over (idle, idle_epoch) prove no worker was busy in
+ * between, so the counter sums read in between are exact. Messages from
+ * non-worker threads are counted (ext_sent) before they are pushed.
+ */
+int ura__quiescent(ura_system *sys)
+{
+	uint64_t e1 = 0, e2 = 0, recv = 0, sent = 0;
+	unsigned n = sys->nworkers;
+	if (!atomic_load_explicit(&sys->started, memory_order_acquire))
+		return 0;
+	for (unsigned i = 0; i < n; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		/* seq_cst: pairs with the seq_cst stores of idle/idle_epoch
+		 * in worker_main; acquire is what carries the counters. */
+		if (!atomic_load_explicit(&w->idle, memory_order_seq_cst))
+			return 0;
+		e1 += atomic_load_explicit(&w->idle_epoch, memory_order_seq_cst);
+	}
+	for (unsigned i = 0; i < n; i++)
+		recv += ura__ld(&sys->workers[i].st.received);
+	for (unsigned i = 0; i < n; i++)
+		sent += ura__ld(&sys->workers[i].st.sent);
+	sent += atomic_load_explicit(&sys->ext_sent, memory_order_seq_cst);
+	for (unsigned i = 0; i < n; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (!atomic_load_explicit(&w->idle, memory_order_seq_cst))
+			return 0;
+		e2 += atomic_load_explicit(&w->idle_epoch, memory_order_seq_cst);
+	}
+	return e1 == e2 && recv == sent;
+}
+
+static void signal_quiescence(ura_system *sys)
+{
+	pthread_mutex_lock(&sys->q_lock);
+	sys->q_gen++;
+	pthread_cond_broadcast(&sys->q_cond);
+	pthread_mutex_unlock(&sys->q_lock);
+}
+
+/* ---- the loop ------------------------------------------------------- */
+
+static inline void set_busy(struct ura__worker *w)
+{
+	/* seq_cst both: a quiescence checker that saw us idle must see the
+	 * epoch move (see ura__quiescent). */
+	atomic_fetch_add_explicit(&w->idle_epoch, 1, memory_order_seq_cst);
+	atomic_store_explicit(&w->idle, 0, memory_order_seq_cst);
+}
+
+static void worker_sleep(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	if (atomic_load_explicit(&sys->awaiters, memory_order_seq_cst) &&
+	    ura__quiescent(sys))
+		signal_quiescence(sys);
+	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
+	/* seq_cst fence: pairs with the fence in maybe_wake (see there). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!work_visible(w) && !atomic_load_explicit(&sys->shutdown, memory_order_relaxed)) {
+		ura__inc(&w->st.sleeps);
+		ura__inc(&w->st.ring_enters);
+		int rc = ura__poller_wait(&w->poller, sys->idle_wait_ns);
+		if (rc < 0)
+			ura__log(sys, URA_LOG_ERROR, "worker %u: wait failed: %s",
+				 w->id, ura_strerror(rc));
+	}
+	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
+	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
+	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
+}
+
+/* Idle: spin (stealing) for a while, then sleep; returns work or NULL on
+ * shutdown. */
+static struct ura__actor *find_work(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	struct ura__actor *a;
+	for (;;) {
+		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+		uint64_t until = ura__now_ns() + sys->spin_ns;
+		do {
+			if ((a = inject_pop(sys)) || (a = steal(w))) {
+				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+				return a;
+			}
+			for (int i = 0; i < 32; i++)
+				ura__cpu_relax();
+		} while (ura__now_ns() < until &&
+			 !atomic_load_explicit(&sys->shutdown, memory_order_relaxed));
+		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&sys->shutdown, memory_order_acquire))
+			return NULL;
+		worker_sleep(w);
+	}
+}
+
+struct start_sync {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned ready;
+	int err;
+};
+
+static void *worker_main(void *arg)
+{
+	struct ura__worker *w = arg;
+	ura_system *sys = w->sys;
+	struct start_sync *ss = sys->start_sync;
+	ura__current_worker = w;
+
+	if (w->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(w->cpu, &set);
+		int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+		if (rc)
+			ura__log(sys, URA_LOG_DEBUG, "worker %u: pin to cpu %d: %s",
+				 w->id, w->cpu, ura_strerror(rc));
+	}
+	/* The ring is created here, on its owner thread: SINGLE_ISSUER and
+	 * DEFER_TASKRUN tie it to its creator, and its memory is first
+	 * touched on the worker's node. */
+	int fell_back = 0, uerr = 0;
+	int rc = ura__poller_init(&w->poller, sys->want_uring, &fell_back, &uerr);
+	pthread_mutex_lock(&ss->lock);
+	if (rc < 0 && !ss->err)
+		ss->err = rc;
+	if (rc == 0 && w->id == 0) {
+		sys->backend = w->poller.name;
+		static _Atomic int said_fallback;
+		if (fell_back && !atomic_exchange(&said_fallback, 1))
+			ura__log(sys, URA_LOG_WARN,
+				 "io_uring unavailable (%s): using epoll+eventfd",
+				 ura_strerror(uerr));
+		ura__log(sys, URA_LOG_INFO, "%u workers, backend %s",
+			 sys->nworkers, w->poller.name);
+	}
+	ss->ready++;
+	pthread_cond_broadcast(&ss->cond);
+	pthread_mutex_unlock(&ss->lock);
+	if (rc < 0)
+		return NULL;
+
+	/* Start idle: a checker must not see a worker that never ran as
+	 * busy forever, nor as idle before its counters exist. */
+	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
+		struct ura__actor *a = pick(w);
+		if (!a) {
+			a = find_work(w);
+			if (!a)
+				break;
+		}
+		if (atomic_load_explicit(&w->idle, memory_order_relaxed))
+			set_busy(w);
+		ura__actor_turn(w, a);
+		/* Stay busy while local work remains; go idle (visible to the
+		 * checker) only when about to look elsewhere. */
+		if (!w->next && !w->ovf_head && !rq_len(&w->rq))
+			atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	}
+	ura__poller_fini(&w->poller);
+	return NULL;
+}
+
+int ura__workers_start(ura_system *sys)
+{
+	struct start_sync ss = { .ready = 0, .err = 0 };
+	pthread_mutex_init(&ss.lock, NULL);
+	pthread_cond_init(&ss.cond, NULL);
+	sys->start_sync = &ss;
+	unsigned made = 0;
+	int err = 0;
+	for (; made < sys->nworkers; made++) {
+		struct ura__worker *w = &sys->workers[made];
+		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+		if (rc) {
+			err = -rc;
+			break;
+		}
+		w->started = 1;
+	}
+	pthread_mutex_lock(&ss.lock);
+	while (ss.ready < made)
+		pthread_cond_wait(&ss.cond, &ss.lock);
+	if (!err)
+		err = ss.err;
+	pthread_mutex_unlock(&ss.lock);
+	sys->start_sync = NULL;
+	pthread_mutex_destroy(&ss.lock);
+	pthread_cond_destroy(&ss.cond);
+	if (err) {
+		ura__workers_stop(sys);
+		return err;
+	}
+	atomic_store_explicit(&sys->started, 1, memory_order_release);
+	return 0;
+}
+
+void ura__workers_stop(ura_system *sys)
+{
+	atomic_store_explicit(&sys->shutdown, 1, memory_order_seq_cst);
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (w->poller.efd >= 0)
+			ura__poller_wake(&w->poller);
+	}
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (w->started) {
+			pthread_join(w->thread, NULL);
+			w->started = 0;
+		}
+	}
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* Small internal helpers shared by every part of libura. */
+#ifndef URA_UTIL_H
+#define URA_UTIL_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "ura.h"
+
+#define ura__likely(x) __builtin_expect(!!(x), 1)
+#define ura__unlikely(x) __builtin_expect(!!(x), 0)
+#define URA__CACHELINE 64
+#define URA__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Relaxed loads and stores: for counters with one writer and racy readers
+ * (stats), where a torn or stale read is fine but a data race is not. */
+#define ura__ld(p) atomic_load_explicit((p), memory_order_relaxed)
+#define ura__st(p, v) atomic_store_explicit((p), (v), memory_order_relaxed)
+/* One-writer increment: a plain load+add+store, no locked instruction. */
+#define ura__inc(p) ura__st((p), ura__ld(p) + 1)
+#define ura__add(p, n) ura__st((p), ura__ld(p) + (n))
+
+static inline void ura__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static inline uint64_t ura__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * URA_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* log.c */
+void ura__log(ura_system *sys, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int ura__log_level_from_env(int dflt);
+void ura__log_set_default(ura_log_fn *fn, void *ud, int level);
+
+#endif
