@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tiny TAP producer for ura's tests (one program per feature). Typed
+ * asserts print both values, like libuv's ASSERT_EQ. Tests end with
+ * t_done(), which prints the plan and exits non-zero on any failure.
+ */
+#ifndef URA_TAP_H
+#define URA_TAP_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ura.h>
+
+static int t_count, t_failed;
+
+static inline void t_ok_(int ok, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static inline void t_ok_(int ok, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	t_count++;
+	if (!ok)
+		t_failed++;
+	printf("%sok %d - ", ok ? "" : "not ", t_count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!ok)
+		printf("#   failed at %s:%d\n", file, line);
+	fflush(stdout);
+}
+
+#define t_ok(cond, ...) t_ok_(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+
+/* Integers (any type that fits in long long), printing both on failure. */
+#define t_eq(a, b, ...) do {                                                 \
+	long long a_ = (long long)(a), b_ = (long long)(b);                  \
+	t_ok_(a_ == b_, __FILE__, __LINE__, __VA_ARGS__);                    \
+	if (a_ != b_)                                                        \
+		printf("#   got %lld, want %lld (%s == %s)\n", a_, b_, #a, #b); \
+} while (0)
+
+/* A -errno result compared to an expected one, printing both names. */
+#define t_rc(rc, want, ...) do {                                             \
+	int r_ = (rc), w_ = (want);                                          \
+	t_ok_(r_ == w_, __FILE__, __LINE__, __VA_ARGS__);                    \
+	if (r_ != w_)                                                        \
+		printf("#   got %d (%s), want %d (%s)\n", r_, ura_strerror(r_), \
+		       w_, ura_strerror(w_));                                \
+} while (0)
+
+#define t_streq(a, b, ...) do {                                              \
+	const char *a_ = (a), *b_ = (b);                                     \
+	int ok_ = a_ && b_ && !strcmp(a_, b_);                               \
+	t_ok_(ok_, __FILE__, __LINE__, __VA_ARGS__);                         \
+	if (!ok_)                                                            \
+		printf("#   got \"%s\", want \"%s\"\n", a_ ? a_ : "(null)",    \
+		       b_ ? b_ : "(null)");                                  \
+} while (0)
+
+static inline void t_skip(const char *why)
+{
+	t_count++;
+	printf("ok %d # SKIP %s\n", t_count, why);
+}
+
+static inline void t_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline void t_diag(const char *fmt, ...)
+{
+	va_list ap;
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* Fatal: setup that the rest of the test cannot do without. */
+#define t_must(call) do {                                                    \
+	int rc_ = (call);                                                    \
+	if (rc_ < 0) {                                                       \
+		printf("not ok %d - %s\n#   %s\nBail out! setup failed\n",    \
+		       ++t_count, #call, ura_strerror(rc_));                 \
+		exit(1);                                                     \
+	}                                                                    \
+} while (0)
+
+static inline int t_done(void)
+{
+	printf("1..%d\n", t_count);
+	return t_failed ? 1 : 0;
+}
+
+/* Stress sizes shrink under sanitizers and valgrind: URA_TEST_SCALE=N
+ * divides them (the sanitizer CI jobs set it). */
+static inline long t_scaled(long n)
+{
+	const char *e = getenv("URA_TEST_SCALE");
+	long d = e ? atol(e) : 1;
+	if (d < 1)
+		d = 1;
+	return n / d > 0 ? n / d : 1;
+}
+
+static inline uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A system with n workers (0: default), failing the test on error. */
+static inline ura_system *t_system(unsigned workers)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = workers };
+	t_must(ura_system_new(&sys, &cfg));
+	return sys;
+}
+
+/* Every test ends here: destroy must report nothing lost. */
+static inline void t_destroy(ura_system *sys)
+{
+	t_rc(ura_system_destroy(sys), 0, "destroy: nothing leaked, nothing lost");
+}
+
+#endif
