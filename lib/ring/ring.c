@@ -13,7 +13,9 @@
 #include "ring/ring.h"
 #include "util/util.h"
 
-#define UD_WAKE 1ull
+#define UD_WAKE 1ull     /* the eventfd poll fired */
+#define UD_MSG_WAKE 2ull /* a peer's MSG_RING arrived */
+#define UD_IGNORE 3ull   /* our own MSG_RING failed: the CQE says why */
 
 /* The setup ladder: newest flags first. DEFER_TASKRUN (6.1) runs
  * completions only when we enter the kernel, which suits a worker that
@@ -64,6 +66,11 @@ static int uring_init(struct ura__poller *p)
 		return err;
 	/* A fork()ed child must never touch a worker's ring. */
 	io_uring_ring_dontfork(&p->ring);
+	struct io_uring_probe *probe = io_uring_get_probe_ring(&p->ring);
+	if (probe) {
+		p->msg_ring = io_uring_opcode_supported(probe, IORING_OP_MSG_RING);
+		io_uring_free_probe(probe);
+	}
 	err = arm_wake_poll(p);
 	if (err == 0)
 		err = io_uring_submit(&p->ring) < 0 ? -errno : 0;
@@ -187,6 +194,27 @@ void ura__poller_wake(struct ura__poller *p)
 	/* EAGAIN means the counter is saturated: the owner is woken anyway. */
 	while (write(p->efd, &one, sizeof one) < 0 && errno == EINTR)
 		;
+}
+
+void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
+{
+	if (from->kind == URA__BACKEND_URING && from->msg_ring &&
+	    to->kind == URA__BACKEND_URING && to->msg_ring) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&from->ring);
+		if (sqe) {
+			/* MSG_RING (5.18) posts a CQE straight into the
+			 * sleeper's ring: about 10 us faster per wake than an
+			 * eventfd on DEFER_TASKRUN rings here
+			 * (kernel-notes/wakeups.md). CQE_SKIP_SUCCESS (5.17):
+			 * no CQE for us unless it failed. */
+			io_uring_prep_msg_ring(sqe, to->ring.ring_fd, 0, UD_MSG_WAKE, 0);
+			sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+			io_uring_sqe_set_data64(sqe, UD_IGNORE);
+			if (io_uring_submit(&from->ring) >= 0)
+				return;
+		}
+	}
+	ura__poller_wake(to);
 }
 
 void ura__poller_fini(struct ura__poller *p)

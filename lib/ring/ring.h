@@ -19,6 +19,7 @@ struct ura__poller {
 	int efd;           /* wake eventfd, written by wakers */
 	int epfd;          /* epoll backend */
 	int poll_armed;    /* io_uring: multishot poll on efd is live */
+	int msg_ring;      /* io_uring: IORING_OP_MSG_RING works (5.18) */
 	const char *name;  /* static text for stats and logs */
 	struct io_uring ring;
 };
@@ -33,6 +34,9 @@ int ura__poller_init(struct ura__poller *p, int want_uring, int *fell_back,
 int ura__poller_wait(struct ura__poller *p, uint64_t timeout_ns);
 /* Any thread: wake the owner (or make its next wait return at once). */
 void ura__poller_wake(struct ura__poller *p);
+/* From the owner of `from` (a worker): wake `to`, by MSG_RING from ring to
+ * ring where both have it, else through `to`'s eventfd. */
+void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to);
 /* Owner thread, when it exits: the ring (or epoll fd) goes. */
 void ura__poller_fini(struct ura__poller *p);
 /* Once no thread can wake the poller any more: the wake fd goes. Kept

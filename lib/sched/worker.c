@@ -82,9 +82,12 @@ static void wake_one(ura_system *sys, struct ura__worker *self)
 		 * gets up. */
 		if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
 			return;
-		ura__poller_wake(&v->poller);
-		if (self)
+		if (self) {
+			ura__poller_wake_from(&self->poller, &v->poller);
 			ura__inc(&self->st.wakeups);
+		} else {
+			ura__poller_wake(&v->poller);
+		}
 		return;
 	}
 }
@@ -321,6 +324,9 @@ static struct ura__actor *find_work(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
 	struct ura__actor *a;
+	/* Idle from here until we hold work again, whatever emptied our
+	 * queues (our own turns, or a thief). seq_cst: see ura__quiescent. */
+	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 		uint64_t until = ura__now_ns() + sys->spin_ns;
@@ -400,10 +406,6 @@ static void *worker_main(void *arg)
 		if (atomic_load_explicit(&w->idle, memory_order_relaxed))
 			set_busy(w);
 		ura__actor_turn(w, a);
-		/* Stay busy while local work remains; go idle (visible to the
-		 * checker) only when about to look elsewhere. */
-		if (!w->next && !w->ovf_head && !rq_len(&w->rq))
-			atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	}
 	ura__poller_fini(&w->poller);
 	return NULL;
