@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/group.h"
 #include "sched/sched.h"
 
 struct ura_ctx {
@@ -21,10 +22,23 @@ static inline struct ura__pool *pool_of(struct ura__worker *w)
 	return w ? &w->pool : NULL;
 }
 
+/* The worker of this thread, if it belongs to sys: off-handler calls made
+ * on a worker thread still use that worker's pool and counters. */
+static inline struct ura__worker *thread_worker(ura_system *sys)
+{
+	struct ura__worker *w = ura__current_worker;
+	return w && w->sys == sys ? w : NULL;
+}
+
 static inline uint32_t own_gen(struct ura__actor *a)
 {
 	/* The token holder is the only writer, so relaxed is exact. */
 	return atomic_load_explicit(&a->gen, memory_order_relaxed);
+}
+
+static inline ura_ref self_ref(struct ura__actor *a)
+{
+	return ura__ref_make(a->idx, own_gen(a));
 }
 
 /* ---- the slot table ------------------------------------------------- */
@@ -149,6 +163,10 @@ static void free_stash_and_pending(struct ura__worker *w, struct ura__actor *a,
 	a->pending = NULL;
 }
 
+static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
+				struct ura__actor *a);
+static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+
 /* Ends the incarnation; the slot keeps its mailbox (token still held). */
 static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		int call_destroy)
@@ -159,18 +177,22 @@ static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 	/* release: a sender that sees the new generation refuses to send;
 	 * one that raced us carries the old one and becomes a dead letter. */
 	atomic_store_explicit(&a->gen, own_gen(a) + 1, memory_order_release);
+	cancel_actor_timers(sys, w, a);
 	if (call_destroy && a->cls->destroy)
 		a->cls->destroy(a->state);
 	free(a->state);
 	a->state = NULL;
 	free_stash_and_pending(w, a, &lost);
 	a->beh = NULL;
+	/* A failed init (no destroy callback) was never counted as spawned,
+	 * so it is not counted as stopped either. */
 	if (w) {
 		/* Stashed messages that never matched are counted with the
 		 * unmatched ones: they were handled, by being dropped now. */
 		ura__add(&w->st.unmatched, lost);
-		ura__inc(&w->st.stopped);
-	} else {
+		if (call_destroy)
+			ura__inc(&w->st.stopped);
+	} else if (call_destroy) {
 		atomic_fetch_add_explicit(&sys->ext_stopped, 1, memory_order_relaxed);
 	}
 	/* Safe while we hold the token: a spawner's claim fails until the
@@ -181,7 +203,7 @@ static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 /* ---- spawn ---------------------------------------------------------- */
 
 static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
-		 const void *arg, ura_ref *out)
+		 const void *arg, const ura_spawn_opts *opts, ura_ref *out)
 {
 	if (!sys || !cls || !cls->initial || !cls->name)
 		return -EINVAL;
@@ -207,6 +229,8 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	a->stash = a->stash_tail = NULL;
 	a->pending = NULL;
 	a->next_req = 0;
+	a->rt = 0;
+	a->timers = NULL;
 	a->stopping = a->became = 0;
 	a->home = (uint16_t)(w ? w->id : 0);
 	a->state_kind = URA__A_ALIVE;
@@ -236,6 +260,22 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 		ura__inc(&w->st.spawned);
 	else
 		atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	if (opts && opts->group) {
+		int rc = ura_group_join(opts->group, ref);
+		if (rc < 0) {
+			die(sys, w, a, 1);
+			if (!ura__mb_mark_idle(&a->mb))
+				ura__schedule(sys, w, a);
+			return rc;
+		}
+	}
+	/* ura_stop() from init: stopped before anyone could reach it; what
+	 * init sent to itself becomes dead letters. */
+	if (a->stopping)
+		die(sys, w, a, 1);
+	else if (a->beh->timeout_ns || a->became)
+		rt_rearm(sys, w, a);
+	a->became = 0;
 	/* Give the token up; messages sent by init (or stale ones for an
 	 * earlier incarnation) make that fail, and then we schedule it. */
 	if (!ura__mb_mark_idle(&a->mb))
@@ -245,26 +285,43 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	return 0;
 }
 
-URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
-			  ura_ref *out)
+
+URA_API int ura_spawn_ex_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			     const ura_spawn_opts *opts, ura_ref *out)
 {
 	if (!cx)
 		return -EINVAL;
-	return spawn(cx->sys, cx->w, cls, arg, out);
+	return spawn(cx->sys, cx->w, cls, arg, opts, out);
+}
+
+URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
+			     const void *arg, const ura_spawn_opts *opts,
+			     ura_ref *out)
+{
+	if (!sys)
+		return -EINVAL;
+	return spawn(sys, thread_worker(sys), cls, arg, opts, out);
+}
+
+URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			  ura_ref *out)
+{
+	return ura_spawn_ex_ctx(cx, cls, arg, NULL, out);
 }
 
 URA_API int ura_spawn_sys(ura_system *sys, const ura_class *cls,
 			  const void *arg, ura_ref *out)
 {
-	return spawn(sys, ura__current_worker && ura__current_worker->sys == sys ?
-			  ura__current_worker : NULL, cls, arg, out);
+	return ura_spawn_ex_sys(sys, cls, arg, NULL, out);
 }
 
 /* ---- send ----------------------------------------------------------- */
 
-static int send_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
+/* Checks a send and builds its message; nothing is counted or pushed. */
+static int make_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
 		    ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
-		    uint8_t kind, uint32_t req)
+		    uint8_t kind, uint32_t req, struct ura__actor **ap,
+		    struct ura_msg **mp)
 {
 	if (ura__unlikely(!sys || !tag))
 		return -EINVAL;
@@ -286,20 +343,169 @@ static int send_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
 	m->to_gen = gen;
 	m->kind = kind;
 	m->req = req;
+	*ap = a;
+	*mp = m;
+	return 0;
+}
+
+static inline void post(ura_system *sys, struct ura__worker *w,
+			struct ura__actor *a, struct ura_msg *m)
+{
+	if (ura__mb_push(&a->mb, m))
+		ura__schedule(sys, w, a);
+}
+
+static int send_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
+		    ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
+		    uint8_t kind, uint32_t req)
+{
+	struct ura__actor *a;
+	struct ura_msg *m;
+	int rc = make_msg(sys, w, from, to, tag, vals, n, kind, req, &a, &m);
+	if (ura__unlikely(rc < 0))
+		return rc;
 	/* Count before the push: the receiver may handle it at once, and
 	 * the quiescence check must never see handled > sent. */
 	if (w)
 		ura__inc(&w->st.sent);
 	else
 		atomic_fetch_add_explicit(&sys->ext_sent, 1, memory_order_seq_cst);
-	if (ura__mb_push(&a->mb, m))
-		ura__schedule(sys, w, a);
+	post(sys, w, a, m);
 	return 0;
 }
 
-static inline ura_ref self_ref(struct ura__actor *a)
+void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 {
-	return ura__ref_make(a->idx, own_gen(a));
+	struct ura__actor *a = ura__slot_get(w->sys, ura__ref_idx(to));
+	if (!a) { /* cannot happen: refs are checked at arm time */
+		ura__msg_free(&w->pool, m);
+		ura__inc(&w->st.received);
+		ura__inc(&w->st.dead_letters);
+		return;
+	}
+	/* A target that stopped meanwhile drops it as a dead letter (its
+	 * generation no longer matches m->to_gen). */
+	post(w->sys, w, a, m);
+}
+
+/* ---- timers owned by actors ----------------------------------------- */
+
+static void track_timer(struct ura_ctx *cx, ura_timer h)
+{
+	struct ura__actor *a = cx->a;
+	struct ura__atimers *t = a->timers;
+	if (t && t->n == t->cap) {
+		/* Full: drop the handles of timers that already fired. */
+		uint32_t k = 0;
+		for (uint32_t i = 0; i < t->n; i++)
+			if (ura__timer_live(cx->sys, t->h[i]))
+				t->h[k++] = t->h[i];
+		t->n = k;
+	}
+	if (!t || t->n == t->cap) {
+		uint32_t cap = t ? t->cap * 2 : 4;
+		struct ura__atimers *nt = realloc(t, sizeof *t + cap * sizeof t->h[0]);
+		if (!nt)
+			return; /* it still fires; it just won't be cancelled at stop */
+		if (!t)
+			nt->n = 0;
+		nt->cap = cap;
+		a->timers = t = nt;
+	}
+	t->h[t->n++] = h;
+}
+
+static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
+				struct ura__actor *a)
+{
+	if (a->rt) {
+		ura__timer_cancel(sys, w, a->rt);
+		a->rt = 0;
+	}
+	struct ura__atimers *t = a->timers;
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->n; i++)
+		ura__timer_cancel(sys, w, t->h[i]); /* -ENOENT: already fired */
+	free(t);
+	a->timers = NULL;
+}
+
+/* (Re)arms the receive timeout of a's current behavior. */
+static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (a->rt) {
+		ura__timer_cancel(sys, w, a->rt);
+		a->rt = 0;
+	}
+	const ura_behavior *b = a->beh;
+	if (!b || !b->timeout_ns || !b->on_timeout || a->stopping)
+		return;
+	ura_ref self = self_ref(a);
+	struct ura__actor *ta;
+	struct ura_msg *m;
+	uint32_t seq = ++a->rt_seq;
+	uint64_t delay = b->timeout_ns > URA_MAX_DELAY ? URA_MAX_DELAY : b->timeout_ns;
+	if (make_msg(sys, w, self, self, URA_TIMEOUT, NULL, 0, URA__MK_TIMEOUT, seq,
+		     &ta, &m) < 0)
+		return;
+	ura_timer h = ura__timer_arm(sys, w, self, delay, m);
+	if (h < 0) {
+		ura__msg_free(pool_of(w), m);
+		ura__log(sys, URA_LOG_ERROR, "actor %s: receive timeout not armed: %s",
+			 a->cls->name, ura_strerror((int)h));
+		return;
+	}
+	a->rt = h;
+}
+
+static ura_timer send_after(ura_system *sys, struct ura__worker *w,
+			    struct ura_ctx *cx, ura_ref from, ura_ref to,
+			    uint64_t delay, ura_atom tag, const ura_value *vals,
+			    unsigned n)
+{
+	if (delay > URA_MAX_DELAY)
+		return -EINVAL;
+	struct ura__actor *a;
+	struct ura_msg *m;
+	int rc = make_msg(sys, w, from, to, tag, vals, n, URA__MK_PLAIN, 0, &a, &m);
+	if (rc < 0)
+		return rc;
+	ura_timer h = ura__timer_arm(sys, w, to, delay, m);
+	if (h < 0) {
+		ura__msg_free(pool_of(w), m);
+		return h;
+	}
+	if (cx)
+		track_timer(cx, h);
+	return h;
+}
+
+URA_API ura_timer ura_send_afterv_ctx(ura_ctx *cx, ura_ref to, uint64_t delay_ns,
+				      ura_atom tag, const ura_value *vals,
+				      unsigned n)
+{
+	if (!cx)
+		return -EINVAL;
+	return send_after(cx->sys, cx->w, cx, self_ref(cx->a), to, delay_ns, tag,
+			  vals, n);
+}
+
+URA_API ura_timer ura_send_afterv_sys(ura_system *sys, ura_ref to,
+				      uint64_t delay_ns, ura_atom tag,
+				      const ura_value *vals, unsigned n)
+{
+	if (!sys)
+		return -EINVAL;
+	return send_after(sys, thread_worker(sys), NULL, URA_NOREF, to, delay_ns,
+			  tag, vals, n);
+}
+
+URA_API int ura_cancel(ura_system *sys, ura_timer t)
+{
+	if (!sys)
+		return -EINVAL;
+	return ura__timer_cancel(sys, thread_worker(sys), t);
 }
 
 URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
@@ -314,12 +520,32 @@ URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n)
 {
-	/* From a worker thread (outside a handler's ctx) the worker's pool
-	 * and counters are still the right ones. */
-	struct ura__worker *w = ura__current_worker;
-	if (w && w->sys != sys)
-		w = NULL;
-	return send_msg(sys, w, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN, 0);
+	if (!sys)
+		return -EINVAL;
+	return send_msg(sys, thread_worker(sys), URA_NOREF, to, tag, vals, n,
+			URA__MK_PLAIN, 0);
+}
+
+int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
+	      ura_atom tag, const ura_value *vals, unsigned n)
+{
+	return send_msg(sys, w, from, to, tag, vals, n, URA__MK_PLAIN, 0);
+}
+
+URA_API long ura_send_groupv_ctx(ura_ctx *cx, ura_group *g, ura_atom tag,
+				 const ura_value *vals, unsigned n)
+{
+	if (!cx)
+		return -EINVAL;
+	return ura__group_send(g, cx->w, self_ref(cx->a), tag, vals, n);
+}
+
+URA_API long ura_send_groupv_sys(ura_system *sys, ura_group *g, ura_atom tag,
+				 const ura_value *vals, unsigned n)
+{
+	if (!sys || !g || g->sys != sys)
+		return -EINVAL;
+	return ura__group_send(g, thread_worker(sys), URA_NOREF, tag, vals, n);
 }
 
 URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
@@ -443,7 +669,7 @@ static void trace_unmatched(struct ura_ctx *cx, const struct ura_msg *m, const c
 
 /* Runs the first matching case; otherwise applies the unmatched policy
  * (for STASH it only flags m: the caller moves it to the stash). */
-static void dispatch(struct ura_ctx *cx, struct ura_msg *m)
+static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
 {
 	struct ura__actor *a = cx->a;
 	const ura_behavior *b = a->beh;
@@ -451,18 +677,19 @@ static void dispatch(struct ura_ctx *cx, struct ura_msg *m)
 		const ura_case *c = &b->cases[i];
 		if (case_matches(c, cx, m)) {
 			c->fn(cx, m);
-			return;
+			return 1;
 		}
 	}
 	uint32_t policy = b->unmatched ? b->unmatched : a->cls->unmatched;
 	if (policy == URA_UNMATCHED_STASH) {
 		m->flags |= URA__MF_STASH;
 		ura__inc(&cx->w->st.stashed);
-		return;
+		return 0;
 	}
 	ura__inc(&cx->w->st.unmatched);
 	if (cx->sys->trace_unmatched)
 		trace_unmatched(cx, m, "unmatched message dropped");
+	return 0;
 }
 
 static void stash_append(struct ura__actor *a, struct ura_msg *m)
@@ -486,11 +713,21 @@ static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ur
 		ura__msg_free(&w->pool, r);
 }
 
-static void deliver(struct ura_ctx *cx, struct ura_msg *m)
+/* Returns true when a handler ran (which re-arms the receive timeout). */
+static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 {
 	struct ura__actor *a = cx->a;
 	cx->m = m;
 	cx->req_data = NULL;
+	if (ura__unlikely(m->kind == URA__MK_TIMEOUT)) {
+		/* Only the latest arming counts: an older one raced a match
+		 * or a become and lost. */
+		if (m->req != a->rt_seq || !a->rt || !a->beh->on_timeout)
+			return 0;
+		a->rt = 0;
+		a->beh->on_timeout(cx, m);
+		return 1;
+	}
 	if (ura__unlikely(m->kind == URA__MK_RESPONSE)) {
 		for (struct ura__pending **pp = &a->pending; *pp; pp = &(*pp)->next) {
 			struct ura__pending *p = *pp;
@@ -501,14 +738,14 @@ static void deliver(struct ura_ctx *cx, struct ura_msg *m)
 			ura_handler *cont = p->cont;
 			ura__pool_put(&cx->w->pool, p, sizeof *p);
 			cont(cx, m);
-			return;
+			return 1;
 		}
 		ura__inc(&cx->w->st.unmatched);
 		if (cx->sys->trace_unmatched)
 			trace_unmatched(cx, m, "reply to no pending request dropped");
-		return;
+		return 0;
 	}
-	dispatch(cx, m);
+	return dispatch(cx, m);
 }
 
 /* After a become: offer the stash to the new behavior, oldest first. */
@@ -574,8 +811,9 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 				break;
 			continue;
 		}
-		deliver(&cx, m);
-		if (a->became)
+		int matched = deliver(&cx, m);
+		int became = a->became;
+		if (became)
 			redeliver_stash(&cx);
 		if (ura__unlikely(a->stopping)) {
 			die(sys, w, a, 1);
@@ -583,6 +821,8 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 				break;
 			continue;
 		}
+		if ((matched || became) && (a->rt || a->beh->timeout_ns))
+			rt_rearm(sys, w, a);
 		if ((uintptr_t)m == entry || ++n >= sys->batch)
 			break;
 	}

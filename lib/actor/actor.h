@@ -52,7 +52,15 @@ struct ura__actor {
 	struct ura_msg *stash, *stash_tail; /* stashed messages, oldest first */
 	struct ura__pending *pending;
 	uint32_t next_req;
-	uint32_t pad2_;
+	uint32_t rt_seq;             /* receive-timeout generation */
+	int64_t rt;                  /* pending receive timeout, 0 if none */
+	struct ura__atimers *timers; /* delayed sends this incarnation armed */
+};
+
+/* Handles of an actor's delayed sends, cancelled when it stops. */
+struct ura__atimers {
+	uint32_t n, cap;
+	int64_t h[];
 };
 
 /* Slots come in chunks; chunk pointers never move. */

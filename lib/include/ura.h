@@ -169,6 +169,7 @@ static inline ura_value ura_v_value(ura_value v) { return v; }
 typedef struct ura_system ura_system;
 typedef struct ura_ctx ura_ctx;     /* a handler's view of the runtime */
 typedef struct ura_msg ura_msg;     /* a received message (read-only) */
+typedef struct ura_group ura_group; /* a set of actors addressed as one */
 
 /* ------------------------------------------------------------------------ */
 /* Received messages: valid only during the handler that got them.          */
@@ -235,7 +236,10 @@ typedef struct ura_behavior {
 	uint32_t ncases;
 	uint32_t unmatched;  /* ura_unmatched */
 	const char *name;    /* optional, for traces */
-	/* Reserved for receive timeouts (libcppa's after()). */
+	/* Receive timeout (libcppa's after()): when timeout_ns > 0, on_timeout
+	 * runs if no message matched a case within timeout_ns of the become
+	 * (or spawn) or of the last matched message; each become and each
+	 * matched message re-arms it. Its message has tag URA_TIMEOUT. */
 	uint64_t timeout_ns;
 	ura_handler *on_timeout;
 } ura_behavior;
@@ -321,6 +325,10 @@ typedef struct ura_config {
 	/* How long an idle worker spins and tries to steal before sleeping;
 	 * 0: 50 us. */
 	uint64_t spin_ns;
+	/* Timer resolution: deadlines within one slack interval fire together
+	 * (coalescing); 0: URA_TIMER_SLACK_DEFAULT. URA_TIMER_SLACK_US
+	 * overrides it. */
+	uint64_t timer_slack_ns;
 	/* Don't start the workers yet: see ura_system_start(). Messages sent
 	 * before the start wait for it. */
 	int paused;
@@ -383,6 +391,10 @@ typedef struct ura_stats {
 	uint64_t sleeps;       /* times a worker went to sleep */
 	uint64_t wakeups;      /* wakeups sent to sleeping workers */
 	uint64_t ring_enters;  /* io_uring_enter / epoll_wait calls */
+	uint64_t timers_armed;     /* delayed sends and receive timeouts armed */
+	uint64_t timers_fired;
+	uint64_t timers_cancelled;
+	uint64_t timers_pending;   /* armed now */
 } ura_stats;
 URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 
@@ -414,6 +426,18 @@ URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
 URA_API int ura_spawn_sys(ura_system *sys, const ura_class *cls,
 			  const void *arg, ura_ref *out);
 
+/* Options for ura_spawn_ex; a zeroed struct means the defaults. */
+typedef struct ura_spawn_opts {
+	/* Join this group before spawn returns (before any message can reach
+	 * the actor through the group). */
+	ura_group *group;
+} ura_spawn_opts;
+URA_API int ura_spawn_ex_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			     const ura_spawn_opts *opts, ura_ref *out);
+URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
+			     const void *arg, const ura_spawn_opts *opts,
+			     ura_ref *out);
+
 /* ------------------------------------------------------------------------ */
 /* Sending. vals/n are copied. Returns 0, -ESRCH (the target has stopped or
  * never existed), -EINVAL (bad tag or value), -EMSGSIZE (over URA_MSG_MAX),
@@ -435,6 +459,86 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 			 void *data, ura_atom tag, const ura_value *vals,
 			 unsigned n);
 URA_API void *ura_request_data(ura_ctx *cx);
+
+/* ------------------------------------------------------------------------ */
+/* Time: delayed sends and their cancellation.
+ *
+ * A delayed send copies the message now and delivers it after delay_ns
+ * (CLOCK_MONOTONIC), give or take the timer slack (ura_config.timer_slack_ns,
+ * default below). Timers live in the arming worker's timer wheel; the
+ * wheel's earliest deadline bounds that worker's sleep, so a million
+ * pending timers cost no system call each. From inside a handler the timer
+ * belongs to the actor: it is cancelled when the actor stops.
+ *
+ * Returns a handle (> 0) for ura_cancel(), or -errno: -EINVAL for a delay
+ * over URA_MAX_DELAY (a negative delay cast to uint64_t is one), -ESRCH if
+ * the target is gone now, and the errors of ura_send. A target that stops
+ * before the delivery turns the message into a dead letter.
+ */
+#define URA_MAX_DELAY (366 * 24 * 3600 * URA_SEC) /* one year */
+#define URA_TIMER_SLACK_DEFAULT (256 * URA_USEC)
+typedef int64_t ura_timer;
+
+URA_API ura_timer ura_send_afterv_ctx(ura_ctx *cx, ura_ref to, uint64_t delay_ns,
+				      ura_atom tag, const ura_value *vals,
+				      unsigned n);
+URA_API ura_timer ura_send_afterv_sys(ura_system *sys, ura_ref to,
+				      uint64_t delay_ns, ura_atom tag,
+				      const ura_value *vals, unsigned n);
+/* Cancels a pending delayed send. Returns 0 when the message will never
+ * be delivered; -ENOENT when it was already delivered, or cancelled, or the
+ * handle is unknown (then nothing changes); -EINVAL for a malformed handle.
+ * Of a cancel racing the expiry, exactly one wins: the message is
+ * delivered at most once. Any thread. */
+URA_API int ura_cancel(ura_system *sys, ura_timer t);
+
+/* The tag of receive-timeout messages (see ura_behavior.timeout_ns). */
+#define URA_TIMEOUT URA_ATOM("_timeout")
+
+/* ------------------------------------------------------------------------ */
+/* Groups: send to all members at once.
+ *
+ * A group is a set of actor refs. A send to a group reaches every member
+ * exactly once; a member that left before the send started never gets it.
+ * A member that stops leaves by itself. Groups live until ura_group_free
+ * or the system's destroy. Every call here: any thread.
+ */
+/* A new anonymous group. */
+URA_API int ura_group_new(ura_system *sys, ura_group **out);
+/* The group called `name` (copied), created on first use. */
+URA_API int ura_group_named(ura_system *sys, const char *name, ura_group **out);
+URA_API const char *ura_group_name(const ura_group *g); /* NULL: anonymous */
+/* Returns 0, or 1 when already a member (still one delivery per send),
+ * -ESRCH if the actor has stopped. */
+URA_API int ura_group_join(ura_group *g, ura_ref who);
+/* 0, or -ENOENT when not a member. */
+URA_API int ura_group_leave(ura_group *g, ura_ref who);
+/* Members still alive. */
+URA_API long ura_group_size(ura_group *g);
+/* Frees the group; no send or join may use it any more. */
+URA_API int ura_group_free(ura_group *g);
+/* Send to every member; returns how many it reached (>= 0) or -errno. */
+URA_API long ura_send_groupv_ctx(ura_ctx *cx, ura_group *g, ura_atom tag,
+				 const ura_value *vals, unsigned n);
+URA_API long ura_send_groupv_sys(ura_system *sys, ura_group *g, ura_atom tag,
+				 const ura_value *vals, unsigned n);
+
+/* ------------------------------------------------------------------------ */
+/* Signals: SIGINT, SIGTERM (and SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) as
+ * messages.
+ *
+ * After ura_signal_subscribe(sys, signo, actor), each delivery of signo
+ * sends `actor` a message URA_SIGNAL(int64 signo). The signal is read from a
+ * signalfd on a worker's ring, so nothing runs in signal context. Call it
+ * from the main thread before starting other threads of your own: it
+ * blocks signo in the calling thread (workers always block these), and a
+ * thread that does not block it would still take the default action.
+ * ura_signal_unsubscribe() restores that default. Returns 0 or -errno
+ * (-EINVAL for another signal).
+ */
+#define URA_SIGNAL URA_ATOM("_signal")
+URA_API int ura_signal_subscribe(ura_system *sys, int signo, ura_ref actor);
+URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
 
 /* ------------------------------------------------------------------------ */
 /* C11 conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
@@ -507,6 +611,17 @@ URA_API void *ura_request_data(ura_ctx *cx);
 	ura_ctx *: ura_spawn_ctx, ura_system *: ura_spawn_sys)(            \
 	(x), (cls), __VA_ARGS__)
 #define ura_become_bound(cx, b, v) ura_become_with((cx), (b), URA_V(v))
+#define ura_spawn_ex(x, cls, arg, opts, ...) _Generic((x),                  \
+	ura_ctx *: ura_spawn_ex_ctx, ura_system *: ura_spawn_ex_sys)(      \
+	(x), (cls), (arg), (opts), __VA_ARGS__)
+/* ura_send_after(x, to, delay_ns, TAG, values...) -> ura_timer */
+#define ura_send_after(x, to, delay, ...) _Generic((x),                    \
+	ura_ctx *: ura_send_afterv_ctx, ura_system *: ura_send_afterv_sys)( \
+	(x), (to), (delay), URA__TV(__VA_ARGS__))
+/* ura_send_group(x, group, TAG, values...) -> members reached */
+#define ura_send_group(x, g, ...) _Generic((x),                            \
+	ura_ctx *: ura_send_groupv_ctx, ura_system *: ura_send_groupv_sys)( \
+	(x), (g), URA__TV(__VA_ARGS__))
 
 #endif /* !__cplusplus */
 

@@ -16,6 +16,7 @@
 #define UD_WAKE 1ull     /* the eventfd poll fired */
 #define UD_MSG_WAKE 2ull /* a peer's MSG_RING arrived */
 #define UD_IGNORE 3ull   /* our own MSG_RING failed: the CQE says why */
+#define UD_WATCH 16ull   /* + bit: a user watch (ura__poller_watch) */
 
 /* The setup ladder: newest flags first. DEFER_TASKRUN (6.1) runs
  * completions only when we enter the kernel, which suits a worker that
@@ -156,7 +157,22 @@ static int uring_wait(struct ura__poller *p, uint64_t timeout_ns)
 			 * error; arm it again before the next sleep. */
 			if (!(cqe->flags & IORING_CQE_F_MORE))
 				p->poll_armed = 0;
+		} else if (cqe->user_data >= UD_WATCH && cqe->user_data < UD_WATCH + 16) {
+			unsigned bit = (unsigned)(cqe->user_data - UD_WATCH);
+			p->events |= 1u << bit;
+			if (!(cqe->flags & IORING_CQE_F_MORE))
+				p->watch_dead |= 1u << bit;
 		}
+	}
+	/* Re-arm watches whose multishot poll ended. */
+	while (p->watch_dead) {
+		unsigned bit = (unsigned)__builtin_ctz(p->watch_dead);
+		p->watch_dead &= ~(1u << bit);
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		if (!sqe)
+			break;
+		io_uring_prep_poll_multishot(sqe, p->watch_fd[bit], POLLIN);
+		io_uring_sqe_set_data64(sqe, UD_WATCH + bit);
 	}
 	io_uring_cq_advance(&p->ring, seen);
 	return 0;
@@ -176,10 +192,35 @@ static int epoll_wait_ns(struct ura__poller *p, uint64_t timeout_ns)
 		n = epoll_wait(p->epfd, ev, 4, (int)((timeout_ns + URA_MSEC - 1) / URA_MSEC));
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (ev[i].data.u64 == UD_WAKE)
 			drain_eventfd(p);
+		else if (ev[i].data.u64 >= UD_WATCH && ev[i].data.u64 < UD_WATCH + 16)
+			p->events |= 1u << (ev[i].data.u64 - UD_WATCH);
+	}
 	return 0;
+}
+
+int ura__poller_watch(struct ura__poller *p, int fd, unsigned bit)
+{
+	if (bit >= 16)
+		return -EINVAL;
+	p->watch_fd[bit] = fd;
+	if (p->kind == URA__BACKEND_URING) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		if (!sqe) {
+			io_uring_submit(&p->ring);
+			sqe = io_uring_get_sqe(&p->ring);
+			if (!sqe)
+				return -EBUSY;
+		}
+		io_uring_prep_poll_multishot(sqe, fd, POLLIN);
+		io_uring_sqe_set_data64(sqe, UD_WATCH + bit);
+		int rc = io_uring_submit(&p->ring);
+		return rc < 0 ? rc : 0;
+	}
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UD_WATCH + bit };
+	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
 int ura__poller_wait(struct ura__poller *p, uint64_t timeout_ns)

@@ -21,6 +21,9 @@ struct ura__poller {
 	int poll_armed;    /* io_uring: multishot poll on efd is live */
 	int msg_ring;      /* io_uring: IORING_OP_MSG_RING works (5.18) */
 	const char *name;  /* static text for stats and logs */
+	unsigned events;   /* user watches that fired (bit per watch), owner */
+	unsigned watch_dead; /* io_uring: watches whose multishot poll ended */
+	int watch_fd[16];
 	struct io_uring ring;
 };
 
@@ -32,6 +35,9 @@ int ura__poller_init(struct ura__poller *p, int want_uring, int *fell_back,
 /* Owner only: sleep until woken or timeout_ns passes. Returns 0 or -errno
  * (never -EINTR or -ETIME: those are normal returns). */
 int ura__poller_wait(struct ura__poller *p, uint64_t timeout_ns);
+/* Owner only: watch fd for readability; when it is readable, a wait sets
+ * bit `bit` (< 16) of p->events and returns. The watch stays armed. */
+int ura__poller_watch(struct ura__poller *p, int fd, unsigned bit);
 /* Any thread: wake the owner (or make its next wait return at once). */
 void ura__poller_wake(struct ura__poller *p);
 /* From the owner of `from` (a worker): wake `to`, by MSG_RING from ring to

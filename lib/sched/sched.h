@@ -9,6 +9,7 @@
 
 #include "actor/actor.h"
 #include "ring/ring.h"
+#include "sched/timers.h"
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -24,7 +25,9 @@ struct ura__runq {
 /* Counters a worker bumps with plain stores (ura__inc) and anyone reads. */
 struct ura__wstats {
 	_Atomic uint64_t spawned, stopped, sent, received, unmatched, stashed,
-		dead_letters, turns, steals, sleeps, wakeups, ring_enters;
+		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
+		timers_armed, timers_armed_ext, timers_fired, timers_cancelled,
+		signals;
 };
 
 struct ura__worker {
@@ -55,6 +58,10 @@ struct ura__worker {
 	struct ura__wstats st;         /* also the quiescence counters */
 
 	alignas(URA__CACHELINE) struct ura__poller poller;
+	int sig_watching;              /* worker 0: signalfd armed */
+
+	/* Timers: the wheel is the owner's; stacks take other threads'. */
+	alignas(URA__CACHELINE) struct ura__timers tm;
 };
 
 struct ura_system {
@@ -101,6 +108,22 @@ struct ura_system {
 	_Atomic int awaiters;
 	uint64_t q_gen;                /* under q_lock */
 	void *start_sync;              /* during ura__workers_start */
+
+	/* Timers armed from non-worker threads. */
+	uint64_t timer_slack_ns;
+	_Atomic unsigned ext_timer_rr;
+	_Atomic uint64_t ext_timers_armed;
+
+	/* Signals (sched/signals.c): read by worker 0 from a signalfd. */
+	pthread_mutex_t sig_lock;
+	int sig_fd;                    /* -1 until a subscription */
+	_Atomic int sig_req;           /* worker 0 should arm the signalfd */
+	ura_ref sig_sub[65];           /* under sig_lock */
+
+	/* Groups (actor/group.c). */
+	pthread_mutex_t group_lock;
+	struct ura_group *groups;
+	uint64_t group_ids;
 };
 
 /* The worker running on this thread, if any (for -EDEADLK checks). */
@@ -119,6 +142,29 @@ int ura__quiescent(ura_system *sys);
 /* actor/actor.c */
 struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx);
 void ura__actor_turn(struct ura__worker *w, struct ura__actor *a);
+/* The one send path: checks, copies, counts, pushes, schedules. */
+int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
+	      ura_atom tag, const ura_value *vals, unsigned n);
+/* Pushes a fired timer's message (already counted as sent). */
+void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m);
+/* sched/timers.c */
+int ura__timers_init(struct ura__timers *T, uint64_t now, uint64_t slack);
+uint64_t ura__timers_fini(struct ura__worker *w);
+ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
+			 uint64_t delay, struct ura_msg *m);
+int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h);
+int ura__timer_live(ura_system *sys, ura_timer h);
+int ura__timers_pending_work(struct ura__worker *w, uint64_t now);
+void ura__timers_service(struct ura__worker *w, uint64_t now);
+/* sched/signals.c */
+void ura__signals_service(struct ura__worker *w);
+void ura__signals_fini(ura_system *sys);
+extern const int ura__signals_handled[6];
+#define URA__EV_SIGNAL 0  /* poller user event bit: the signalfd */
+/* actor/group.c */
+long ura__group_send(ura_group *g, struct ura__worker *w, ura_ref from,
+		     ura_atom tag, const ura_value *vals, unsigned n);
+void ura__groups_destroy(ura_system *sys);
 /* Frees what a slot still holds at system destroy; returns the number of
  * messages that were never handled. */
 uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a);

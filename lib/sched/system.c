@@ -58,6 +58,8 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	sys->batch = cfg->batch ? cfg->batch : 64;
 	sys->idle_wait_ns = cfg->idle_wait_ns ? cfg->idle_wait_ns : 50 * URA_MSEC;
 	sys->spin_ns = cfg->spin_ns ? cfg->spin_ns : 50 * URA_USEC;
+	sys->timer_slack_ns = cfg->timer_slack_ns ? cfg->timer_slack_ns : URA_TIMER_SLACK_DEFAULT;
+	sys->sig_fd = -1;
 	sys->pin = !cfg->no_pinning;
 	sys->want_uring = env_flag("URA_IO_URING", 1);
 	const char *tr = getenv("URA_TRACE");
@@ -83,6 +85,15 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		free(sys);
 		return rc;
 	}
+	unsigned slack_us = 0;
+	rc = parse_uint_env(sys, "URA_TIMER_SLACK_US", 1, 1000000, &slack_us);
+	if (rc < 0) {
+		free(sys->cpus);
+		free(sys);
+		return rc;
+	}
+	if (rc > 0)
+		sys->timer_slack_ns = slack_us * URA_USEC;
 	sys->nworkers = workers;
 	int *cpus = realloc(sys->cpus, workers * sizeof *cpus);
 	if (!cpus) {
@@ -113,10 +124,24 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		w->rng = 0x9e3779b9u * (i + 1);
 		w->poller.efd = w->poller.epfd = -1;
 	}
+	uint64_t now = ura__now_ns();
+	for (unsigned i = 0; i < workers; i++) {
+		if (ura__timers_init(&sys->workers[i].tm, now, sys->timer_slack_ns) < 0) {
+			for (unsigned k = 0; k < i; k++)
+				ura__timers_fini(&sys->workers[k]);
+			free(sys->workers);
+			free(sys->chunks);
+			free(sys->cpus);
+			free(sys);
+			return -ENOMEM;
+		}
+	}
 	atomic_store(&sys->idx_hwm, 1); /* index 0 is the null ref */
 	pthread_mutex_init(&sys->inject_lock, NULL);
 	pthread_mutex_init(&sys->slot_lock, NULL);
 	pthread_mutex_init(&sys->q_lock, NULL);
+	pthread_mutex_init(&sys->group_lock, NULL);
+	pthread_mutex_init(&sys->sig_lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -229,9 +254,11 @@ URA_API int ura_system_destroy(ura_system *sys)
 		free(atomic_load_explicit(&sys->chunks[c], memory_order_relaxed));
 	for (unsigned i = 0; i < sys->nworkers; i++) {
 		struct ura__worker *w = &sys->workers[i];
+		lost += ura__timers_fini(w);
 		ura__pool_drain(&w->pool);
 		ura__poller_close(&w->poller);
 	}
+	ura__signals_fini(sys);
 	int rc = 0;
 	if (lost) {
 		ura__log(sys, URA_LOG_WARN,
@@ -246,6 +273,8 @@ URA_API int ura_system_destroy(ura_system *sys)
 	pthread_mutex_destroy(&sys->inject_lock);
 	pthread_mutex_destroy(&sys->slot_lock);
 	pthread_mutex_destroy(&sys->q_lock);
+	ura__groups_destroy(sys);
+	pthread_mutex_destroy(&sys->group_lock);
 	pthread_cond_destroy(&sys->q_cond);
 	free(sys->chunks);
 	free(sys->workers);
@@ -275,7 +304,18 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->sleeps += ura__ld(&s->sleeps);
 		out->wakeups += ura__ld(&s->wakeups);
 		out->ring_enters += ura__ld(&s->ring_enters);
+		out->timers_armed += ura__ld(&s->timers_armed) + ura__ld(&s->timers_armed_ext);
+		out->timers_fired += ura__ld(&s->timers_fired);
+		out->timers_cancelled += ura__ld(&s->timers_cancelled);
 	}
+	/* Armed from outside but not yet adopted by a worker count too. */
+	uint64_t ext = atomic_load_explicit(&sys->ext_timers_armed, memory_order_relaxed);
+	uint64_t adopted = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		adopted += ura__ld(&sys->workers[i].st.timers_armed_ext);
+	out->timers_armed += ext > adopted ? ext - adopted : 0;
+	uint64_t done = out->timers_fired + out->timers_cancelled;
+	out->timers_pending = out->timers_armed > done ? out->timers_armed - done : 0;
 	out->spawned += atomic_load_explicit(&sys->ext_spawned, memory_order_relaxed);
 	out->stopped += atomic_load_explicit(&sys->ext_stopped, memory_order_relaxed);
 	out->sent += atomic_load_explicit(&sys->ext_sent, memory_order_relaxed);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,10 +230,30 @@ static struct ura__actor *steal(struct ura__worker *w)
 	return NULL;
 }
 
+/* Timers, remote cancels and arms, poller events, signal setup: work
+ * that is not an actor. Cheap when there is none (no clock read). */
+static inline int internal_maybe(struct ura__worker *w)
+{
+	return w->tm.wheel.count || w->poller.events ||
+	       atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
+	       atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
+	       (w->id == 0 && atomic_load_explicit(&w->sys->sig_req, memory_order_relaxed));
+}
+
+static inline int internal_due(struct ura__worker *w, uint64_t now)
+{
+	return w->poller.events || ura__timers_pending_work(w, now) ||
+	       (w->id == 0 && atomic_load_explicit(&w->sys->sig_req, memory_order_relaxed));
+}
+
 static int work_visible(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
 	if (atomic_load_explicit(&sys->inject_len, memory_order_relaxed))
+		return 1;
+	if (atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
+	    atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
+	    (w->id == 0 && atomic_load_explicit(&sys->sig_req, memory_order_relaxed)))
 		return 1;
 	for (unsigned i = 0; i < sys->nworkers; i++)
 		if (rq_len(&sys->workers[i].rq))
@@ -305,10 +326,19 @@ static void worker_sleep(struct ura__worker *w)
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in maybe_wake (see there). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!work_visible(w) && !atomic_load_explicit(&sys->shutdown, memory_order_relaxed)) {
+	/* The earliest timer bounds the sleep: one deadline in the kernel for
+	 * all of them, never a kernel timer per timer. */
+	uint64_t wait = sys->idle_wait_ns, now = 0;
+	if (w->tm.wheel.count) {
+		now = ura__now_ns();
+		uint64_t due = w->tm.next_due;
+		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
+	}
+	if (wait && !work_visible(w) &&
+	    !atomic_load_explicit(&sys->shutdown, memory_order_relaxed)) {
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
-		int rc = ura__poller_wait(&w->poller, sys->idle_wait_ns);
+		int rc = ura__poller_wait(&w->poller, wait);
 		if (rc < 0)
 			ura__log(sys, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
@@ -318,8 +348,8 @@ static void worker_sleep(struct ura__worker *w)
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
 }
 
-/* Idle: spin (stealing) for a while, then sleep; returns work or NULL on
- * shutdown. */
+/* Idle: spin (stealing) for a while, then sleep. Returns an actor, or
+ * NULL when there is internal work (timers, events) or on shutdown. */
 static struct ura__actor *find_work(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
@@ -329,21 +359,39 @@ static struct ura__actor *find_work(struct ura__worker *w)
 	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
-		uint64_t until = ura__now_ns() + sys->spin_ns;
+		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
 		do {
-			if ((a = inject_pop(sys)) || (a = steal(w))) {
+			if ((a = inject_pop(sys)) || (a = steal(w)) ||
+			    (internal_maybe(w) && internal_due(w, now))) {
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 				return a;
 			}
 			for (int i = 0; i < 32; i++)
 				ura__cpu_relax();
-		} while (ura__now_ns() < until &&
+			now = ura__now_ns();
+		} while (now < until &&
 			 !atomic_load_explicit(&sys->shutdown, memory_order_relaxed));
 		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&sys->shutdown, memory_order_acquire))
 			return NULL;
 		worker_sleep(w);
+		if (internal_maybe(w) && internal_due(w, ura__now_ns()))
+			return NULL;
 	}
+}
+
+static void service_internal(struct ura__worker *w)
+{
+	uint64_t now = ura__now_ns();
+	if (!internal_due(w, now))
+		return;
+	/* Firing timers and reading signals send messages: busy first, so
+	 * the quiescence counters only move while we are visibly busy. */
+	if (atomic_load_explicit(&w->idle, memory_order_relaxed))
+		set_busy(w);
+	ura__timers_service(w, now);
+	if (w->id == 0 || w->poller.events)
+		ura__signals_service(w);
 }
 
 struct start_sync {
@@ -359,6 +407,16 @@ static void *worker_main(void *arg)
 	ura_system *sys = w->sys;
 	struct start_sync *ss = sys->start_sync;
 	ura__current_worker = w;
+
+	/* Signals ura can deliver as messages are never taken by a worker:
+	 * unsubscribed, they go to a thread of the program (default action);
+	 * subscribed, the program's thread blocks them and worker 0 reads
+	 * them from a signalfd. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	for (size_t i = 0; i < URA__ARRAY_LEN(ura__signals_handled); i++)
+		sigaddset(&sigs, ura__signals_handled[i]);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	if (w->cpu >= 0) {
 		cpu_set_t set;
@@ -387,21 +445,23 @@ static void *worker_main(void *arg)
 		ura__log(sys, URA_LOG_INFO, "%u workers, backend %s",
 			 sys->nworkers, w->poller.name);
 	}
+	/* Idle before "ready": ura_system_new must not return while a worker
+	 * that never ran still looks busy to the quiescence check. */
+	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	ss->ready++;
 	pthread_cond_broadcast(&ss->cond);
 	pthread_mutex_unlock(&ss->lock);
 	if (rc < 0)
 		return NULL;
 
-	/* Start idle: a checker must not see a worker that never ran as
-	 * busy forever, nor as idle before its counters exist. */
-	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
+		if (ura__unlikely(internal_maybe(w)))
+			service_internal(w);
 		struct ura__actor *a = pick(w);
 		if (!a) {
 			a = find_work(w);
 			if (!a)
-				break;
+				continue;
 		}
 		if (atomic_load_explicit(&w->idle, memory_order_relaxed))
 			set_busy(w);

@@ -68,6 +68,11 @@ URA_API const char *ura_strerror(int err)
 	case ETIMEDOUT: return "timed out";
 	case EINVAL: return "invalid argument";
 	case ENOMEM: return "out of memory";
-	default: return strerror(err); /* glibc: static text for known errnos */
+	default: {
+		/* Not strerror(): for codes glibc does not know it formats into
+		 * a per-thread buffer that the next call reuses. */
+		const char *d = strerrordesc_np(err);
+		return d ? d : "unknown error";
+	}
 	}
 }

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Groups: a set of actor refs that a send reaches as a whole.
+ *
+ * Members live in an open-addressing hash set keyed by ref id, so join,
+ * leave and the duplicate check are O(1) and a fan-out is one pass over
+ * the table. A fan-out holds the read lock for its whole pass and join and
+ * leave take the write lock, so every send sees a membership that no join
+ * or leave changes under it: a member that left before a send started
+ * never gets it, and no member gets it twice. A stopped member fails its
+ * generation check (the send skips it), which is how it "leaves by
+ * itself"; the table drops it at the next write.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/group.h"
+#include "sched/sched.h"
+
+#define EMPTY 0u
+#define TOMB 1u /* ref ids are >= 2^32 + 1 (odd generation), never 0 or 1 */
+
+static int set_grow(struct ura_group *g, uint32_t cap)
+{
+	uint64_t *t = calloc(cap, sizeof *t);
+	if (!t)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < g->cap; i++) {
+		uint64_t k = g->slots[i];
+		if (k <= TOMB)
+			continue;
+		uint32_t h = (uint32_t)(k * 0x9e3779b97f4a7c15ull >> 32) & (cap - 1);
+		while (t[h])
+			h = (h + 1) & (cap - 1);
+		t[h] = k;
+	}
+	free(g->slots);
+	g->slots = t;
+	g->cap = cap;
+	g->used = g->n;
+	return 0;
+}
+
+/* Slot holding k, or the insertion slot (-1 if k is absent and !insert). */
+static long set_find(struct ura_group *g, uint64_t k, int insert)
+{
+	if (!g->cap)
+		return -1;
+	uint32_t mask = g->cap - 1;
+	uint32_t h = (uint32_t)(k * 0x9e3779b97f4a7c15ull >> 32) & mask;
+	long tomb = -1;
+	for (uint32_t i = 0; i <= mask; i++, h = (h + 1) & mask) {
+		uint64_t s = g->slots[h];
+		if (s == k)
+			return h;
+		if (s == TOMB && tomb < 0)
+			tomb = h;
+		if (s == EMPTY)
+			return insert ? (tomb >= 0 ? tomb : (long)h) : -1;
+	}
+	return insert ? tomb : -1;
+}
+
+static int alive(ura_system *sys, uint64_t id)
+{
+	ura_ref r = { id };
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
+	return a && atomic_load_explicit(&a->gen, memory_order_acquire) == ura__ref_gen(r);
+}
+
+/* Write lock held: drop stopped members. */
+static void prune(struct ura_group *g)
+{
+	for (uint32_t i = 0; i < g->cap; i++) {
+		if (g->slots[i] > TOMB && !alive(g->sys, g->slots[i])) {
+			g->slots[i] = TOMB;
+			g->n--;
+		}
+	}
+	atomic_store_explicit(&g->dead_seen, 0, memory_order_relaxed);
+}
+
+static int group_make(ura_system *sys, const char *name, struct ura_group **out)
+{
+	struct ura_group *g = calloc(1, sizeof *g);
+	if (!g)
+		return -ENOMEM;
+	if (name && !(g->name = strdup(name))) {
+		free(g);
+		return -ENOMEM;
+	}
+	g->sys = sys;
+	pthread_rwlock_init(&g->lock, NULL);
+	g->next = sys->groups;
+	sys->groups = g;
+	g->id = ++sys->group_ids;
+	*out = g;
+	return 0;
+}
+
+URA_API int ura_group_new(ura_system *sys, ura_group **out)
+{
+	if (!sys || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&sys->group_lock);
+	int rc = group_make(sys, NULL, out);
+	pthread_mutex_unlock(&sys->group_lock);
+	return rc;
+}
+
+URA_API int ura_group_named(ura_system *sys, const char *name, ura_group **out)
+{
+	if (!sys || !out || !name || !*name)
+		return -EINVAL;
+	pthread_mutex_lock(&sys->group_lock);
+	for (struct ura_group *g = sys->groups; g; g = g->next) {
+		if (g->name && !strcmp(g->name, name)) {
+			*out = g;
+			pthread_mutex_unlock(&sys->group_lock);
+			return 0;
+		}
+	}
+	int rc = group_make(sys, name, out);
+	pthread_mutex_unlock(&sys->group_lock);
+	return rc;
+}
+
+URA_API const char *ura_group_name(const ura_group *g)
+{
+	return g ? g->name : NULL;
+}
+
+static void group_free(struct ura_group *g)
+{
+	pthread_rwlock_destroy(&g->lock);
+	free(g->slots);
+	free(g->name);
+	free(g);
+}
+
+URA_API int ura_group_free(ura_group *g)
+{
+	if (!g)
+		return -EINVAL;
+	ura_system *sys = g->sys;
+	pthread_mutex_lock(&sys->group_lock);
+	struct ura_group **pp = &sys->groups;
+	while (*pp && *pp != g)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = g->next;
+	pthread_mutex_unlock(&sys->group_lock);
+	group_free(g);
+	return 0;
+}
+
+void ura__groups_destroy(ura_system *sys)
+{
+	for (struct ura_group *g = sys->groups, *n; g; g = n) {
+		n = g->next;
+		group_free(g);
+	}
+	sys->groups = NULL;
+}
+
+URA_API int ura_group_join(ura_group *g, ura_ref who)
+{
+	if (!g)
+		return -EINVAL;
+	if (!alive(g->sys, who.id))
+		return -ESRCH;
+	pthread_rwlock_wrlock(&g->lock);
+	int rc = 0;
+	if (atomic_load_explicit(&g->dead_seen, memory_order_relaxed) > g->n / 2)
+		prune(g);
+	if ((g->used + 1) * 4 >= g->cap * 3)
+		rc = set_grow(g, g->cap ? (g->n * 2 >= g->cap ? g->cap * 2 : g->cap) : 8);
+	if (rc == 0) {
+		long h = set_find(g, who.id, 1);
+		if (g->slots[h] == who.id) {
+			rc = 1; /* already a member: still exactly one delivery */
+		} else {
+			if (g->slots[h] == EMPTY)
+				g->used++;
+			g->slots[h] = who.id;
+			g->n++;
+		}
+	}
+	pthread_rwlock_unlock(&g->lock);
+	return rc;
+}
+
+URA_API int ura_group_leave(ura_group *g, ura_ref who)
+{
+	if (!g)
+		return -EINVAL;
+	pthread_rwlock_wrlock(&g->lock);
+	long h = set_find(g, who.id, 0);
+	int rc = -ENOENT;
+	if (h >= 0) {
+		g->slots[h] = TOMB;
+		g->n--;
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&g->lock);
+	return rc;
+}
+
+URA_API long ura_group_size(ura_group *g)
+{
+	if (!g)
+		return -EINVAL;
+	pthread_rwlock_wrlock(&g->lock);
+	prune(g);
+	long n = g->n;
+	pthread_rwlock_unlock(&g->lock);
+	return n;
+}
+
+long ura__group_send(ura_group *g, struct ura__worker *w, ura_ref from,
+		     ura_atom tag, const ura_value *vals, unsigned n)
+{
+	if (!g)
+		return -EINVAL;
+	long reached = 0;
+	int err = 0;
+	pthread_rwlock_rdlock(&g->lock);
+	for (uint32_t i = 0; i < g->cap; i++) {
+		uint64_t k = g->slots[i];
+		if (k <= TOMB)
+			continue;
+		ura_ref to = { k };
+		int rc = ura__send(g->sys, w, from, to, tag, vals, n);
+		if (rc == 0) {
+			reached++;
+		} else if (rc == -ESRCH) {
+			atomic_fetch_add_explicit(&g->dead_seen, 1, memory_order_relaxed);
+		} else {
+			err = rc; /* bad message, no memory, shut down: stop */
+			break;
+		}
+	}
+	pthread_rwlock_unlock(&g->lock);
+	return err ? err : reached;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signals as messages: a signalfd (2.6.22) watched by worker 0's poller,
+ * so a signal is read like any other event on the ring and turned into a
+ * message; nothing runs in signal context.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "sched/sched.h"
+
+const int ura__signals_handled[6] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+static int handled(int signo)
+{
+	for (size_t i = 0; i < URA__ARRAY_LEN(ura__signals_handled); i++)
+		if (ura__signals_handled[i] == signo)
+			return 1;
+	return 0;
+}
+
+static int update(ura_system *sys, int signo, ura_ref actor, int add)
+{
+	if (!sys || !handled(signo))
+		return -EINVAL;
+	sigset_t one;
+	sigemptyset(&one);
+	sigaddset(&one, signo);
+	pthread_mutex_lock(&sys->sig_lock);
+	sigset_t set;
+	sigemptyset(&set);
+	for (size_t i = 0; i < URA__ARRAY_LEN(ura__signals_handled); i++) {
+		int s = ura__signals_handled[i];
+		if (s == signo ? add : !ura_ref_null(sys->sig_sub[s]))
+			sigaddset(&set, s);
+	}
+	if (add) {
+		/* Block before the signalfd exists: a signal arriving in
+		 * between waits, pending, for the fd instead of killing us. */
+		pthread_sigmask(SIG_BLOCK, &one, NULL);
+	}
+	int fd = signalfd(sys->sig_fd, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd < 0) {
+		int err = -errno;
+		pthread_mutex_unlock(&sys->sig_lock);
+		return err;
+	}
+	int fresh = sys->sig_fd < 0;
+	sys->sig_fd = fd;
+	sys->sig_sub[signo] = add ? actor : URA_NOREF;
+	pthread_mutex_unlock(&sys->sig_lock);
+	if (!add)
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	if (fresh) {
+		/* Worker 0 arms its watch on the next pass. seq_cst: pairs
+		 * with its sleep-time look at sig_req (work_visible). */
+		atomic_store_explicit(&sys->sig_req, 1, memory_order_seq_cst);
+		struct ura__worker *w0 = &sys->workers[0];
+		if (atomic_load_explicit(&w0->sleeping, memory_order_seq_cst) &&
+		    w0->poller.efd >= 0)
+			ura__poller_wake(&w0->poller);
+	}
+	return 0;
+}
+
+URA_API int ura_signal_subscribe(ura_system *sys, int signo, ura_ref actor)
+{
+	if (sys && ura_ref_null(actor))
+		return -EINVAL;
+	return update(sys, signo, actor, 1);
+}
+
+URA_API int ura_signal_unsubscribe(ura_system *sys, int signo)
+{
+	return update(sys, signo, URA_NOREF, 0);
+}
+
+void ura__signals_service(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	if (w->id != 0)
+		return;
+	if (atomic_load_explicit(&sys->sig_req, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&sys->sig_req, 0, memory_order_acquire) &&
+	    !w->sig_watching) {
+		pthread_mutex_lock(&sys->sig_lock);
+		int fd = sys->sig_fd;
+		pthread_mutex_unlock(&sys->sig_lock);
+		int rc = ura__poller_watch(&w->poller, fd, URA__EV_SIGNAL);
+		if (rc < 0)
+			ura__log(sys, URA_LOG_ERROR, "signals: cannot watch the signalfd: %s",
+				 ura_strerror(rc));
+		else
+			w->sig_watching = 1;
+	}
+	if (!(w->poller.events & (1u << URA__EV_SIGNAL)))
+		return;
+	w->poller.events &= ~(1u << URA__EV_SIGNAL);
+	struct signalfd_siginfo si;
+	for (;;) {
+		ssize_t n = read(sys->sig_fd, &si, sizeof si);
+		if (n != (ssize_t)sizeof si)
+			break;
+		int signo = (int)si.ssi_signo;
+		if (signo <= 0 || signo > 64)
+			continue;
+		pthread_mutex_lock(&sys->sig_lock);
+		ura_ref to = sys->sig_sub[signo];
+		pthread_mutex_unlock(&sys->sig_lock);
+		ura__inc(&w->st.signals);
+		if (ura_ref_null(to))
+			continue;
+		ura_value v = ura_v_i64(signo);
+		int rc = ura__send(sys, w, URA_NOREF, to, URA_SIGNAL, &v, 1);
+		if (rc < 0)
+			ura__log(sys, URA_LOG_WARN, "signal %d: subscriber gone (%s)",
+				 signo, ura_strerror(rc));
+	}
+}
+
+void ura__signals_fini(ura_system *sys)
+{
+	if (sys->sig_fd >= 0)
+		close(sys->sig_fd);
+	sys->sig_fd = -1;
+	pthread_mutex_destroy(&sys->sig_lock);
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fairness on one worker. A flooder handles each of its messages by
+ * sending itself two more (up to a bound), so its mailbox is never empty;
+ * meanwhile two other actors play a fixed number of ping-pong rounds. The
+ * ping-pong must finish while the flood is still going (the flooder does
+ * not starve it), the flooder must make progress during the ping-pong (the
+ * ping-pong does not starve it), and no turn of the flooder handles more
+ * than ura_config.batch messages.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "tap.h"
+
+#define A_FLOOD URA_ATOM("flood")
+#define A_START URA_ATOM("start")
+#define A_PING URA_ATOM("ping")
+#define A_PONG URA_ATOM("pong")
+
+#define ROUNDS 1000
+
+static int g_hung;
+static int await_guarded(ura_system *sys)
+{
+	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
+	if (rc == -ETIMEDOUT)
+		g_hung = 1;
+	return rc;
+}
+
+/* All handlers run on the single worker; atomics only so that the main
+ * thread's reads after await are race-free for TSan. */
+enum { WHO_NONE, WHO_FLOOD, WHO_PP };
+static _Atomic long g_flood_limit;     /* flood messages to issue */
+static _Atomic long g_flood_issued;
+static _Atomic long g_flood_handled;
+static _Atomic int g_last;             /* who ran the previous handler */
+static _Atomic long g_run, g_max_run;  /* consecutive flood messages */
+static _Atomic int g_pp_active;
+static _Atomic long g_pp_rounds;
+static _Atomic long g_flood_at_start, g_flood_at_done;
+static _Atomic int g_send_errors;
+
+static void flood(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	long h = atomic_load_explicit(&g_flood_handled, memory_order_relaxed) + 1;
+	atomic_store_explicit(&g_flood_handled, h, memory_order_relaxed);
+	if (atomic_load_explicit(&g_pp_active, memory_order_relaxed)) {
+		long run = atomic_load_explicit(&g_last, memory_order_relaxed) == WHO_FLOOD ?
+			   atomic_load_explicit(&g_run, memory_order_relaxed) + 1 : 1;
+		atomic_store_explicit(&g_run, run, memory_order_relaxed);
+		if (run > atomic_load_explicit(&g_max_run, memory_order_relaxed))
+			atomic_store_explicit(&g_max_run, run, memory_order_relaxed);
+	}
+	atomic_store_explicit(&g_last, WHO_FLOOD, memory_order_relaxed);
+	long issued = atomic_load_explicit(&g_flood_issued, memory_order_relaxed);
+	if (issued < atomic_load_explicit(&g_flood_limit, memory_order_relaxed)) {
+		for (int i = 0; i < 2; i++)
+			if (ura_send(cx, ura_self(cx), A_FLOOD) < 0)
+				atomic_fetch_add(&g_send_errors, 1);
+		atomic_store_explicit(&g_flood_issued, issued + 2, memory_order_relaxed);
+	}
+}
+URA_BEHAVIOR(flood_beh, URA_ON(A_FLOOD, "", flood));
+static const ura_class flood_class = { .name = "flooder", .initial = &flood_beh };
+
+typedef struct { ura_ref peer; long rounds; } pinger_state;
+
+static void pp_start(ura_ctx *cx, const ura_msg *m)
+{
+	pinger_state *s = ura_state(cx);
+	s->peer = ura_arg_ref(m, 0);
+	atomic_store_explicit(&g_flood_at_start,
+			      atomic_load_explicit(&g_flood_handled, memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&g_pp_active, 1, memory_order_relaxed);
+	atomic_store_explicit(&g_last, WHO_PP, memory_order_relaxed);
+	if (ura_send(cx, s->peer, A_PING) < 0)
+		atomic_fetch_add(&g_send_errors, 1);
+}
+
+static void pp_pong(ura_ctx *cx, const ura_msg *m)
+{
+	pinger_state *s = ura_state(cx);
+	(void)m;
+	atomic_store_explicit(&g_last, WHO_PP, memory_order_relaxed);
+	atomic_store_explicit(&g_pp_rounds, ++s->rounds, memory_order_relaxed);
+	if (s->rounds < ROUNDS) {
+		if (ura_send(cx, s->peer, A_PING) < 0)
+			atomic_fetch_add(&g_send_errors, 1);
+		return;
+	}
+	atomic_store_explicit(&g_pp_active, 0, memory_order_relaxed);
+	atomic_store_explicit(&g_flood_at_done,
+			      atomic_load_explicit(&g_flood_handled, memory_order_relaxed),
+			      memory_order_relaxed);
+}
+
+static void pp_ping(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	atomic_store_explicit(&g_last, WHO_PP, memory_order_relaxed);
+	if (ura_reply(cx, A_PONG) < 0)
+		atomic_fetch_add(&g_send_errors, 1);
+}
+
+URA_BEHAVIOR(pinger_beh,
+	URA_ON(A_START, "r", pp_start),
+	URA_ON(A_PONG, "", pp_pong));
+URA_BEHAVIOR(ponger_beh, URA_ON(A_PING, "", pp_ping));
+static const ura_class pinger_class = {
+	.name = "pinger", .state_size = sizeof(pinger_state), .initial = &pinger_beh,
+};
+static const ura_class ponger_class = { .name = "ponger", .initial = &ponger_beh };
+
+static void run(unsigned batch)
+{
+	unsigned eff = batch ? batch : 64; /* ura.h: 0 means 64 */
+	long limit = t_scaled(1000000);
+	char what[32];
+	snprintf(what, sizeof what, "batch %u", eff);
+	atomic_store(&g_flood_limit, limit & ~1L);
+	atomic_store(&g_flood_issued, 0);
+	atomic_store(&g_flood_handled, 0);
+	atomic_store(&g_last, WHO_NONE);
+	atomic_store(&g_run, 0);
+	atomic_store(&g_max_run, 0);
+	atomic_store(&g_pp_active, 0);
+	atomic_store(&g_pp_rounds, 0);
+	atomic_store(&g_flood_at_start, -1);
+	atomic_store(&g_flood_at_done, -1);
+	atomic_store(&g_send_errors, 0);
+	long total = 1 + (limit & ~1L);
+
+	ura_system *sys;
+	/* Paused: both first messages wait in the inject queue, so the
+	 * flood cannot get ahead by the main thread being descheduled. */
+	ura_config cfg = { .workers = 1, .batch = batch, .paused = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref f, pi, po;
+	t_must(ura_spawn(sys, &flood_class, NULL, &f));
+	t_must(ura_spawn(sys, &pinger_class, NULL, &pi));
+	t_must(ura_spawn(sys, &ponger_class, NULL, &po));
+	t_must(ura_send(sys, f, A_FLOOD));
+	t_must(ura_send(sys, pi, A_START, po));
+	t_rc(await_guarded(sys), 0, "%s: await (starts the system)", what);
+
+	long at_start = atomic_load(&g_flood_at_start), at_done = atomic_load(&g_flood_at_done);
+	t_diag("%s: flood handled %ld at ping-pong start, %ld at its end, %ld in all; "
+	       "longest flood run during ping-pong: %ld", what, at_start, at_done,
+	       atomic_load(&g_flood_handled), atomic_load(&g_max_run));
+	t_eq(atomic_load(&g_send_errors), 0, "%s: every send accepted", what);
+	t_eq(atomic_load(&g_pp_rounds), ROUNDS, "%s: ping-pong played all its rounds", what);
+	t_eq(atomic_load(&g_flood_handled), total, "%s: flooder handled all its messages", what);
+	t_ok(at_done >= 0 && at_done < total,
+	     "%s: ping-pong finished while the flood was still running", what);
+	t_ok(at_start >= 0 && at_done > at_start,
+	     "%s: the flooder made progress during the ping-pong", what);
+	t_ok(atomic_load(&g_max_run) >= 1 && atomic_load(&g_max_run) <= (long)eff,
+	     "%s: no flooder turn handled more than batch messages (longest run %ld)",
+	     what, atomic_load(&g_max_run));
+	ura_stats st;
+	t_rc(ura_system_stats(sys, &st), 0, "%s: stats", what);
+	t_eq(st.workers, 1, "%s: one worker", what);
+	t_diag("%s: received %llu, turns %llu", what, (unsigned long long)st.received,
+	       (unsigned long long)st.turns);
+	t_ok(st.turns >= st.received / eff,
+	     "%s: turns >= received / batch (%llu >= %llu)", what,
+	     (unsigned long long)st.turns, (unsigned long long)(st.received / eff));
+	t_eq(st.sent, st.received, "%s: stats: sent == received", what);
+	t_destroy(sys);
+}
+
+int main(void)
+{
+	if (getenv("URA_BATCH") || getenv("URA_WORKERS")) {
+		t_skip("URA_BATCH / URA_WORKERS set: they override the config under test");
+		return t_done();
+	}
+	run(1);
+	run(8);
+	run(0);
+	return t_done();
+}

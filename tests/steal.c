@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Work stealing. One actor spawns 64 CPU-busy children (each spins about
+ * 2 ms of real work on its first message) and sends each a message: the
+ * children start on the parent's worker, so unless the idle workers steal
+ * them they all run there, one after another. They must complete on more
+ * than one worker, and ura_stats.steals must count the thefts. Runs with
+ * more workers than CPUs too (threads then share CPUs).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "tap.h"
+
+#define A_GO URA_ATOM("go")
+#define A_WORK URA_ATOM("work")
+
+#define NCHILD 64
+#define MAXW 8
+
+static int g_hung;
+static int await_guarded(ura_system *sys)
+{
+	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
+	if (rc == -ETIMEDOUT)
+		g_hung = 1;
+	return rc;
+}
+
+static _Atomic int g_parent_worker = -1;
+static _Atomic int g_child_worker[NCHILD];
+static _Atomic int g_done;
+static _Atomic int g_errors;
+static _Atomic uint64_t g_sink; /* keeps the busy loop from being elided */
+
+static void child_work(ura_ctx *cx, const ura_msg *m)
+{
+	int64_t i = ura_arg_i64(m, 0);
+	uint64_t t0 = t_now_ns(), x = (uint64_t)i + 1;
+	/* About 2 ms of real work (the clock only ends the loop). */
+	while (t_now_ns() - t0 < 2 * URA_MSEC)
+		for (int k = 0; k < 256; k++)
+			x = x * 6364136223846793005u + 1442695040888963407u;
+	atomic_fetch_add_explicit(&g_sink, x, memory_order_relaxed);
+	if (i < 0 || i >= NCHILD) {
+		atomic_fetch_add(&g_errors, 1);
+		return;
+	}
+	atomic_store(&g_child_worker[i], (int)ura_worker_id(cx));
+	atomic_fetch_add(&g_done, 1);
+}
+URA_BEHAVIOR(child_beh, URA_ON(A_WORK, "i", child_work));
+static const ura_class child_class = { .name = "busy", .initial = &child_beh };
+
+static void parent_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	atomic_store(&g_parent_worker, (int)ura_worker_id(cx));
+	for (int i = 0; i < NCHILD; i++) {
+		ura_ref c;
+		if (ura_spawn(cx, &child_class, NULL, &c) < 0 ||
+		    ura_send(cx, c, A_WORK, i) < 0)
+			atomic_fetch_add(&g_errors, 1);
+	}
+}
+URA_BEHAVIOR(parent_beh, URA_ON(A_GO, "", parent_go));
+static const ura_class parent_class = { .name = "parent", .initial = &parent_beh };
+
+static void run(unsigned workers)
+{
+	atomic_store(&g_parent_worker, -1);
+	atomic_store(&g_done, 0);
+	atomic_store(&g_errors, 0);
+	for (int i = 0; i < NCHILD; i++)
+		atomic_store(&g_child_worker[i], -1);
+
+	ura_system *sys = t_system(workers);
+	ura_ref p;
+	t_must(ura_spawn(sys, &parent_class, NULL, &p));
+	t_must(ura_send(sys, p, A_GO));
+	t_rc(await_guarded(sys), 0, "%u workers: await", workers);
+	t_eq(atomic_load(&g_errors), 0, "%u workers: spawns and sends accepted", workers);
+	t_eq(atomic_load(&g_done), NCHILD, "%u workers: every child ran", workers);
+
+	int px = atomic_load(&g_parent_worker);
+	int per[MAXW] = { 0 }, bad = 0, away = 0, used = 0;
+	for (int i = 0; i < NCHILD; i++) {
+		int wid = atomic_load(&g_child_worker[i]);
+		if (wid < 0 || wid >= (int)workers || wid >= MAXW) {
+			bad++;
+			continue;
+		}
+		per[wid]++;
+		away += wid != px;
+	}
+	for (unsigned w = 0; w < workers && w < MAXW; w++)
+		used += per[w] > 0;
+	t_diag("%u workers: parent on worker %d; children per worker: %d %d %d %d",
+	       workers, px, per[0], per[1], per[2], per[3]);
+	t_ok(px >= 0 && px < (int)workers, "%u workers: parent's ura_worker_id in range", workers);
+	t_eq(bad, 0, "%u workers: children's ura_worker_id in range", workers);
+	t_ok(away > 0, "%u workers: some children ran away from the parent's worker", workers);
+	if (workers == 2)
+		t_ok(per[0] > 0 && per[1] > 0, "2 workers: children completed on both workers");
+	else
+		t_ok(used >= 2, "%u workers: children completed on %d workers", workers, used);
+	ura_stats st;
+	t_rc(ura_system_stats(sys, &st), 0, "%u workers: stats", workers);
+	t_eq(st.workers, workers, "%u workers: stats.workers", workers);
+	t_ok(st.steals > 0, "%u workers: stats.steals > 0 (%llu)", workers,
+	     (unsigned long long)st.steals);
+	t_eq(st.sent, st.received, "%u workers: stats: sent == received", workers);
+	t_destroy(sys);
+}
+
+int main(void)
+{
+	if (getenv("URA_WORKERS")) {
+		t_skip("URA_WORKERS set: it overrides the worker counts under test");
+		return t_done();
+	}
+	run(2);
+	run(4);
+	return t_done();
+}
