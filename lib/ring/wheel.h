@@ -11,12 +11,13 @@
  * when the owner wakes at ura__wheel_next().
  *
  * Seven levels of 64 slots, each level's slot 64 times wider than the one
- * below, cover 2^42 ticks (51 days at 1 us ticks); farther timers wait in
- * an overflow list that is looked at again only when the wheel reaches
+ * below, cover 2^42 ticks (52 days at 1024 ns ticks); farther timers wait
+ * in an overflow list that is looked at again only when the wheel reaches
  * the 2^42-tick window holding its earliest timer. Cascading a slot moves
- * each of its timers down at least one level, so a timer is touched at
- * most seven times between arm and fire, and never per elapsed tick:
- * idle stretches are crossed with one bitmap scan per level.
+ * each of its timers down at least one level, so a timer inside that
+ * span is moved at most six times between arm and fire (one more per
+ * overflow pass beyond it), never once per elapsed tick: idle stretches
+ * are crossed with one bitmap scan per level.
  *
  * Single-threaded: the owning worker alone touches a wheel and its timers.
  */

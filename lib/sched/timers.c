@@ -105,8 +105,12 @@ static void rec_put(struct ura__timers *T, struct ura__trec *r)
 static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
 {
 	ura__wheel_add(&T->wheel, &r->t);
-	if (r->t.deadline < T->next_due)
-		T->next_due = r->t.deadline;
+	/* The wheel fires at the tick boundary at or after the deadline:
+	 * waking for the raw deadline would fire nothing. */
+	uint64_t tick = ura__wheel_tick(&T->wheel);
+	uint64_t due = (r->t.deadline + tick - 1) & ~(tick - 1);
+	if (due < T->next_due)
+		T->next_due = due;
 }
 
 /* Wakes worker v if it sleeps, after something was pushed to its stacks.

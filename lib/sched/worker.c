@@ -13,6 +13,9 @@
 #include "sched/sched.h"
 
 _Thread_local struct ura__worker *ura__current_worker;
+#if defined(__SANITIZE_THREAD__)
+_Atomic int ura__fence_dummy;
+#endif
 
 /* After this many next-slot runs in a row, the run queue goes first: two
  * actors ping-ponging through the slot must not starve the queue. */
@@ -99,7 +102,7 @@ static inline void maybe_wake(ura_system *sys, struct ura__worker *self)
 	/* seq_cst fence: pairs with the fence after a sleeper's store to
 	 * its `sleeping` flag (worker_sleep). Either we see the flag, or the
 	 * sleeper's recheck sees our work: never neither (Dekker). */
-	atomic_thread_fence(memory_order_seq_cst);
+	ura__fence_seq_cst();
 	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
 		return;
 	/* A spinning worker finds the work itself; waking a sleeper as well
@@ -325,7 +328,7 @@ static void worker_sleep(struct ura__worker *w)
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in maybe_wake (see there). */
-	atomic_thread_fence(memory_order_seq_cst);
+	ura__fence_seq_cst();
 	/* The earliest timer bounds the sleep: one deadline in the kernel for
 	 * all of them, never a kernel timer per timer. */
 	uint64_t wait = sys->idle_wait_ns, now = 0;

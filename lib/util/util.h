@@ -23,6 +23,17 @@
 #define ura__inc(p) ura__st((p), ura__ld(p) + 1)
 #define ura__add(p, n) ura__st((p), ura__ld(p) + (n))
 
+/* A full (seq_cst) fence for the Dekker-style sleep/wake handshakes.
+ * TSan does not model fences (GCC warns, -Wtsan); there a seq_cst RMW on
+ * a shared dummy stands in, which TSan does treat as synchronisation. */
+#if defined(__SANITIZE_THREAD__)
+extern _Atomic int ura__fence_dummy;
+#define ura__fence_seq_cst() \
+	((void)atomic_fetch_add_explicit(&ura__fence_dummy, 0, memory_order_seq_cst))
+#else
+#define ura__fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
+#endif
+
 static inline void ura__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
