@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * timer_slack [N] [SPREAD_MS]: the cost of timer coalescing. One actor arms
+ * N delayed sends to itself, deadlines spread uniformly over SPREAD_MS, and
+ * records how late each arrives. Reports lateness p50/p99, process CPU time,
+ * and the worker's io_uring_enter calls (ura_stats.ring_enters). Run it with
+ * URA_TIMER_SLACK_US=... to compare slack settings (kernel-notes/timers.md).
+ */
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "bench.h"
+
+#define A_ARM URA_ATOM("arm")
+#define A_TICK URA_ATOM("tick")
+
+static long n_total, n_got;
+static int64_t *late;
+static uint64_t t_base;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_tick(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	late[n_got++] = (int64_t)(now_ns() - (uint64_t)ura_arg_i64(m, 0));
+}
+
+static void on_arm(ura_ctx *cx, const ura_msg *m)
+{
+	long spread_ns = (long)ura_arg_i64(m, 0);
+	/* Deadlines start after the arming loop ends (~100 ns per arm). */
+	uint64_t base = now_ns() + 10 * URA_MSEC + (uint64_t)n_total * 200;
+	unsigned seed = 42;
+	for (long i = 0; i < n_total; i++) {
+		seed = seed * 1103515245u + 12345u;
+		uint64_t at = base + (uint64_t)((double)(seed >> 8) / (1 << 24) * (double)spread_ns);
+		ura_timer h = ura_send_after(cx, ura_self(cx), at - now_ns(), A_TICK, (int64_t)at);
+		if (h < 0) {
+			fprintf(stderr, "ura_send_after: %s\n", ura_strerror((int)h));
+			exit(1);
+		}
+	}
+	t_base = base;
+}
+
+URA_BEHAVIOR(ticker, URA_ON(A_ARM, "i", on_arm), URA_ON(A_TICK, "i", on_tick));
+static const ura_class ticker_class = { .name = "ticker", .initial = &ticker };
+
+static int cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+	n_total = (long)b_arg(argc, argv, 1, 100000);
+	long spread_ms = (long)b_arg(argc, argv, 2, 1000);
+	late = calloc((size_t)n_total, sizeof *late);
+	if (!late)
+		b_fail("out of memory");
+	ura_system *sys;
+	B_CHECK(ura_system_new(&sys, &(ura_config){ .workers = 1 }));
+	ura_ref t;
+	B_CHECK(ura_spawn(sys, &ticker_class, NULL, &t));
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	ura_stats s0, s1;
+	ura_system_stats(sys, &s0);
+	double t0 = b_now();
+	B_CHECK(ura_send(sys, t, A_ARM, (int64_t)spread_ms * 1000000));
+	B_CHECK(ura_system_await(sys));
+	double dt = b_now() - t0;
+	getrusage(RUSAGE_SELF, &r1);
+	ura_system_stats(sys, &s1);
+	ura_system_destroy(sys);
+	if (n_got != n_total)
+		b_fail("not every timer fired");
+	qsort(late, (size_t)n_total, sizeof *late, cmp);
+	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+		     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+	const char *slack = getenv("URA_TIMER_SLACK_US");
+	printf("bench=timer_slack system=ura workers=1 n=%ld spread_ms=%ld slack_us=%s late_min_us=%.1f "
+	       "late_p50_us=%.1f late_p99_us=%.1f late_max_us=%.1f cpu_s=%.3f ring_enters=%llu wall_s=%.3f rate=%.0f\n",
+	       n_total, spread_ms, slack ? slack : "default", late[0] / 1e3, late[n_total / 2] / 1e3,
+	       late[n_total * 99 / 100] / 1e3, late[n_total - 1] / 1e3, cpu,
+	       (unsigned long long)(s1.ring_enters - s0.ring_enters), dt, (double)n_total / dt);
+	(void)t_base;
+	return 0;
+}
