@@ -628,4 +628,7 @@ URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
 #ifdef __cplusplus
 }
 #endif
+
+#include "ura/guard.h" /* guard expressions on cases */
+
 #endif /* URA_H */
