@@ -313,15 +313,26 @@ struct prober {
 	long accepted, stale, errors;
 };
 
+/* Probes recent refs: some are live, some have just stopped, some slots
+ * already hold a new incarnation. At most PROBES_PER_SPAWN probes per new
+ * actor: unpaced, probes queued ahead of a mortal's own messages keep it
+ * alive to be probed more, and the backlog feeds itself. */
+#define PROBES_PER_SPAWN 4
 static void *prober_main(void *arg)
 {
 	struct prober *p = arg;
+	long last_n = 0, budget = 0;
 	while (!atomic_load(&g_churn_done)) {
 		long n = atomic_load_explicit(&g_nrefs, memory_order_acquire);
-		if (n == 0) {
+		if (n != last_n) {
+			budget += (n - last_n) * PROBES_PER_SPAWN;
+			last_n = n;
+		}
+		if (n == 0 || budget <= 0) {
 			sched_yield();
 			continue;
 		}
+		budget--;
 		p->seed = p->seed * 1103515245u + 12345u;
 		long back = (long)((p->seed >> 16) % 8);
 		long i = n - 1 - (back < n ? back : 0);

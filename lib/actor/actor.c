@@ -930,5 +930,10 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		a->state_kind = URA__A_FREE;
 	}
 	free_stash_and_pending(NULL, a, &lost);
+	/* Pending timers themselves are freed (and counted) with the
+	 * workers' timer tables. */
+	free(a->timers);
+	a->timers = NULL;
+	a->rt = 0;
 	return lost;
 }
