@@ -94,6 +94,9 @@ static inline void t_diag(const char *fmt, ...)
 static inline int t_done(void)
 {
 	printf("1..%d\n", t_count);
+	/* Flush now: a sanitizer that ends the process at exit would
+	 * otherwise lose the plan line. */
+	fflush(stdout);
 	return t_failed ? 1 : 0;
 }
 

@@ -62,11 +62,13 @@ static long set_find(struct ura_group *g, uint64_t k, int insert)
 	return insert ? tomb : -1;
 }
 
+/* The same check a send makes: odd generation (alive), and current. */
 static int alive(ura_system *sys, uint64_t id)
 {
 	ura_ref r = { id };
+	uint32_t gen = ura__ref_gen(r);
 	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
-	return a && atomic_load_explicit(&a->gen, memory_order_acquire) == ura__ref_gen(r);
+	return a && (gen & 1) && atomic_load_explicit(&a->gen, memory_order_acquire) == gen;
 }
 
 /* Write lock held: drop stopped members. */
@@ -195,6 +197,8 @@ URA_API int ura_group_leave(ura_group *g, ura_ref who)
 {
 	if (!g)
 		return -EINVAL;
+	if (who.id <= TOMB)
+		return -ENOENT; /* would match an empty or deleted slot */
 	pthread_rwlock_wrlock(&g->lock);
 	long h = set_find(g, who.id, 0);
 	int rc = -ENOENT;

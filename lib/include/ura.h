@@ -535,6 +535,10 @@ URA_API long ura_send_groupv_sys(ura_system *sys, ura_group *g, ura_atom tag,
  * thread that does not block it would still take the default action.
  * ura_signal_unsubscribe() restores that default. Returns 0 or -errno
  * (-EINVAL for another signal).
+ *
+ * Only process-directed signals arrive (kill(2), a terminal's Ctrl-C, a
+ * service manager's SIGTERM). A signal aimed at one thread with raise(3)
+ * or pthread_kill(3) stays pending on that thread, which blocks it.
  */
 #define URA_SIGNAL URA_ATOM("_signal")
 URA_API int ura_signal_subscribe(ura_system *sys, int signo, ura_ref actor);

@@ -86,6 +86,8 @@ void ura__signals_service(struct ura__worker *w)
 	if (atomic_load_explicit(&sys->sig_req, memory_order_relaxed) &&
 	    atomic_exchange_explicit(&sys->sig_req, 0, memory_order_acquire) &&
 	    !w->sig_watching) {
+		/* The fd number never changes once created (later subscribes
+		 * pass it back to signalfd), so watching it unlocked is fine. */
 		pthread_mutex_lock(&sys->sig_lock);
 		int fd = sys->sig_fd;
 		pthread_mutex_unlock(&sys->sig_lock);
@@ -99,25 +101,31 @@ void ura__signals_service(struct ura__worker *w)
 	if (!(w->poller.events & (1u << URA__EV_SIGNAL)))
 		return;
 	w->poller.events &= ~(1u << URA__EV_SIGNAL);
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo si[8];
 	for (;;) {
-		ssize_t n = read(sys->sig_fd, &si, sizeof si);
-		if (n != (ssize_t)sizeof si)
-			break;
-		int signo = (int)si.ssi_signo;
-		if (signo <= 0 || signo > 64)
-			continue;
+		/* Under the lock: a subscribe may be changing the fd's mask
+		 * (signalfd on the same fd) right now. */
 		pthread_mutex_lock(&sys->sig_lock);
-		ura_ref to = sys->sig_sub[signo];
+		ssize_t n = read(sys->sig_fd, si, sizeof si);
+		ura_ref to[8];
+		int k = n > 0 ? (int)(n / (ssize_t)sizeof si[0]) : 0;
+		for (int i = 0; i < k; i++)
+			to[i] = si[i].ssi_signo > 0 && si[i].ssi_signo <= 64 ?
+					sys->sig_sub[si[i].ssi_signo] : URA_NOREF;
 		pthread_mutex_unlock(&sys->sig_lock);
-		ura__inc(&w->st.signals);
-		if (ura_ref_null(to))
-			continue;
-		ura_value v = ura_v_i64(signo);
-		int rc = ura__send(sys, w, URA_NOREF, to, URA_SIGNAL, &v, 1);
-		if (rc < 0)
-			ura__log(sys, URA_LOG_WARN, "signal %d: subscriber gone (%s)",
-				 signo, ura_strerror(rc));
+		for (int i = 0; i < k; i++) {
+			int signo = (int)si[i].ssi_signo;
+			ura__inc(&w->st.signals);
+			if (ura_ref_null(to[i]))
+				continue;
+			ura_value v = ura_v_i64(signo);
+			int rc = ura__send(sys, w, URA_NOREF, to[i], URA_SIGNAL, &v, 1);
+			if (rc < 0)
+				ura__log(sys, URA_LOG_WARN, "signal %d: subscriber gone (%s)",
+					 signo, ura_strerror(rc));
+		}
+		if (k < (int)URA__ARRAY_LEN(si))
+			break;
 	}
 }
 
