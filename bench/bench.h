@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <ura.h>
 
 static inline double b_now(void)
@@ -55,6 +58,58 @@ static inline void b_fail(const char *what)
 {
 	fprintf(stderr, "FAIL: %s\n", what);
 	exit(1);
+}
+
+/* Peak resident set size of this process so far, in KiB (ru_maxrss). */
+static inline long b_peak_rss_kb(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return -1;
+	return ru.ru_maxrss;
+}
+
+/* Resident set size now, in KiB (/proc/self/statm), or -1. */
+static inline long b_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, res = -1;
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &size, &res) != 2)
+		res = -1;
+	fclose(f);
+	return res < 0 ? -1 : res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* The worker count a system reports (after its run). */
+static inline unsigned b_workers(ura_system *sys)
+{
+	ura_stats st;
+	if (ura_system_stats(sys, &st) < 0)
+		return 0;
+	return st.workers;
+}
+
+/* Positional arguments, skipping "--flags": the i-th (1-based) one. */
+static inline long long b_pos(int argc, char **argv, int i, long long dflt)
+{
+	int k = 0;
+	for (int a = 1; a < argc; a++) {
+		if (argv[a][0] == '-' && argv[a][1] == '-')
+			continue;
+		if (++k == i)
+			return b_arg(argc, argv, a, dflt);
+	}
+	return dflt;
+}
+
+static inline int b_flag(int argc, char **argv, const char *flag)
+{
+	for (int a = 1; a < argc; a++)
+		if (!strcmp(argv[a], flag))
+			return 1;
+	return 0;
 }
 
 #endif

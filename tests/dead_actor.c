@@ -322,7 +322,13 @@ static void *prober_main(void *arg)
 {
 	struct prober *p = arg;
 	long last_n = 0, budget = 0;
+	uint64_t deadline = t_now_ns() + 60 * URA_SEC; /* hang guard */
 	while (!atomic_load(&g_churn_done)) {
+		if (t_now_ns() > deadline) {
+			printf("# prober: the churn never finished\n");
+			p->errors++;
+			break;
+		}
 		long n = atomic_load_explicit(&g_nrefs, memory_order_acquire);
 		if (n != last_n) {
 			budget += (n - last_n) * PROBES_PER_SPAWN;

@@ -79,13 +79,31 @@ static int blocked_here(int signo)
 	return sigismember(&cur, signo) == 1;
 }
 
+/* The disposition each signal had when the test started: usually SIG_DFL,
+ * but a harness may start us with some ignored (nohup ignores SIGHUP).
+ * ura never changes dispositions, so "default" means "as it was". */
+static void (*g_initial[65])(int);
+static int g_initial_saved;
+
+static void save_initial(void)
+{
+	for (int s = 1; s < 65; s++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		g_initial[s] = sigaction(s, NULL, &sa) == 0 ? sa.sa_handler : SIG_DFL;
+	}
+	g_initial_saved = 1;
+}
+
 static int is_default(int signo)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
+	if (!g_initial_saved)
+		save_initial();
 	if (sigaction(signo, NULL, &sa) != 0)
 		return 0;
-	return sa.sa_handler == SIG_DFL;
+	return sa.sa_handler == g_initial[signo];
 }
 
 /* Takes signo if it is pending for this thread or the process; returns
@@ -274,6 +292,7 @@ static void test_gone(ura_system *sys)
 
 int main(void)
 {
+	save_initial();
 	/* A clean start, whatever the parent left blocked. */
 	sigset_t s;
 	sigemptyset(&s);

@@ -224,77 +224,79 @@ URA_API void ura__until_run(ura_ctx *cx, const ura_msg *m, const ura_until *u);
 
 #define URA__GN(...) (&(const ura_guard_node){ __VA_ARGS__ })
 #define URA__GLIST(...) ((const ura_guard_node *const[]){ __VA_ARGS__, NULL })
-#define URA__G1(op_, a_) URA__GN(.op = (op_), .u.a = (a_))
-#define URA__G2(op_, a_, b_) URA__GN(.op = (op_), .u.a = (a_), .k.b = (b_))
+#define URA__G1(op_, x_) URA__GN(.op = (op_), .u.a = (x_))
+#define URA__G2(op_, x_, y_) URA__GN(.op = (op_), .u.a = (x_), .k.b = (y_))
 
 /* The ref kind from the variable's type; lvalue conversion drops const
  * and _Atomic, so both are accepted. Any other type does not compile. */
-#define URA__GREF_KIND(lv) _Generic((lv),                                   \
+#define URA__GREF_KIND(lv_) _Generic((lv_),                                 \
 	_Bool: URA__GR_BOOL, int: URA__GR_I32, unsigned: URA__GR_U32,       \
 	long: (sizeof(long) == 8 ? URA__GR_I64 : URA__GR_I32),              \
 	unsigned long: (sizeof(long) == 8 ? URA__GR_U64 : URA__GR_U32),     \
 	long long: URA__GR_I64, unsigned long long: URA__GR_U64,            \
 	double: URA__GR_F64, char *: URA__GR_STR, const char *: URA__GR_STR)
 
-#define URA_X(k) URA__GN(.op = URA__G_X, .n = (k))
-#define URA_GI(v) URA__GN(.op = URA__G_CONST, .vt = URA_T_I64, .u.i = (v))
-#define URA_GD(v) URA__GN(.op = URA__G_CONST, .vt = URA_T_F64, .u.d = (v))
-#define URA_GA(a) URA__GN(.op = URA__G_CONST, .vt = URA_T_ATOM, .u.atom = (a))
-#define URA_GS(s) URA__GN(.op = URA__G_CONST, .vt = URA_T_STR, .u.s = (s))
-#define URA_GB(p, len)                                                      \
-	URA__GN(.op = URA__G_CONST, .vt = URA_T_BYTES, .u.p = (p),          \
-		.n = (uint32_t)(len))
-#define URA_G_ATOM(s)                                                       \
-	URA__GN(.op = URA__G_CONST, .vt = URA__GA_NAME, .u.s = "" s "",     \
-		.n = (__extension__(uint32_t)(sizeof(s) - 1 +               \
-		0 * sizeof(struct { int ok; _Static_assert(sizeof(s) <= 11, \
+/* (Parameter names end in _ so that none is also a field designator.) */
+#define URA_X(k_) URA__GN(.op = URA__G_X, .n = (k_))
+#define URA_GI(v_) URA__GN(.op = URA__G_CONST, .vt = URA_T_I64, .u.i = (v_))
+#define URA_GD(v_) URA__GN(.op = URA__G_CONST, .vt = URA_T_F64, .u.d = (v_))
+#define URA_GA(v_) URA__GN(.op = URA__G_CONST, .vt = URA_T_ATOM, .u.atom = (v_))
+#define URA_GS(v_) URA__GN(.op = URA__G_CONST, .vt = URA_T_STR, .u.s = (v_))
+#define URA_GB(v_, len_)                                                    \
+	URA__GN(.op = URA__G_CONST, .vt = URA_T_BYTES, .u.p = (v_),         \
+		.n = (uint32_t)(len_))
+#define URA_G_ATOM(v_)                                                      \
+	URA__GN(.op = URA__G_CONST, .vt = URA__GA_NAME, .u.s = "" v_ "",    \
+		.n = (__extension__(uint32_t)(sizeof(v_) - 1 +              \
+		0 * sizeof(struct { int ok; _Static_assert(sizeof(v_) <= 11, \
 			"an atom has at most 10 characters"); }))))
 #define URA_G_BOUND URA__GN(.op = URA__G_BOUND)
-#define URA_G_REF(p)                                                        \
-	URA__GN(.op = URA__G_REF, .vt = URA__GREF_KIND(*(p)), .u.p = (p),   \
-		.name = #p)
-#define URA_G_FIELD(type, member)                                           \
-	URA__GN(.op = URA__G_FIELD, .vt = URA__GREF_KIND(((type *)0)->member), \
-		.n = (uint32_t)offsetof(type, member), .name = #member)
-#define URA_G_CALL(fn, ...)                                                 \
-	URA__GN(.op = URA__G_CALL, .u.fn = (fn),                            \
-		.k.list = URA__GLIST(__VA_ARGS__), .name = #fn)
-#define URA_G_CALL0(fn)                                                     \
-	URA__GN(.op = URA__G_CALL, .u.fn = (fn),                            \
-		.k.list = ((const ura_guard_node *const[]){ NULL }), .name = #fn)
+#define URA_G_REF(v_)                                                       \
+	URA__GN(.op = URA__G_REF, .vt = URA__GREF_KIND(*(v_)), .u.p = (v_), \
+		.name = #v_)
+#define URA_G_FIELD(type_, member_)                                         \
+	URA__GN(.op = URA__G_FIELD,                                         \
+		.vt = URA__GREF_KIND(((type_ *)0)->member_),                \
+		.n = (uint32_t)offsetof(type_, member_), .name = #member_)
+#define URA_G_CALL(fn_, ...)                                                \
+	URA__GN(.op = URA__G_CALL, .u.fn = (fn_),                           \
+		.k.list = URA__GLIST(__VA_ARGS__), .name = #fn_)
+#define URA_G_CALL0(fn_)                                                    \
+	URA__GN(.op = URA__G_CALL, .u.fn = (fn_),                           \
+		.k.list = ((const ura_guard_node *const[]){ NULL }), .name = #fn_)
 
-#define URA_G_EQ(a, b) URA__G2(URA__G_EQ, a, b)
-#define URA_G_NE(a, b) URA__G2(URA__G_NE, a, b)
-#define URA_G_LT(a, b) URA__G2(URA__G_LT, a, b)
-#define URA_G_LE(a, b) URA__G2(URA__G_LE, a, b)
-#define URA_G_GT(a, b) URA__G2(URA__G_GT, a, b)
-#define URA_G_GE(a, b) URA__G2(URA__G_GE, a, b)
-#define URA_G_ADD(a, b) URA__G2(URA__G_ADD, a, b)
-#define URA_G_SUB(a, b) URA__G2(URA__G_SUB, a, b)
-#define URA_G_MUL(a, b) URA__G2(URA__G_MUL, a, b)
-#define URA_G_DIV(a, b) URA__G2(URA__G_DIV, a, b)
-#define URA_G_MOD(a, b) URA__G2(URA__G_MOD, a, b)
-#define URA_G_NEG(a) URA__G1(URA__G_NEG, a)
-#define URA_G_NOT(a) URA__G1(URA__G_NOT, a)
+#define URA_G_EQ(x_, y_) URA__G2(URA__G_EQ, x_, y_)
+#define URA_G_NE(x_, y_) URA__G2(URA__G_NE, x_, y_)
+#define URA_G_LT(x_, y_) URA__G2(URA__G_LT, x_, y_)
+#define URA_G_LE(x_, y_) URA__G2(URA__G_LE, x_, y_)
+#define URA_G_GT(x_, y_) URA__G2(URA__G_GT, x_, y_)
+#define URA_G_GE(x_, y_) URA__G2(URA__G_GE, x_, y_)
+#define URA_G_ADD(x_, y_) URA__G2(URA__G_ADD, x_, y_)
+#define URA_G_SUB(x_, y_) URA__G2(URA__G_SUB, x_, y_)
+#define URA_G_MUL(x_, y_) URA__G2(URA__G_MUL, x_, y_)
+#define URA_G_DIV(x_, y_) URA__G2(URA__G_DIV, x_, y_)
+#define URA_G_MOD(x_, y_) URA__G2(URA__G_MOD, x_, y_)
+#define URA_G_NEG(x_) URA__G1(URA__G_NEG, x_)
+#define URA_G_NOT(x_) URA__G1(URA__G_NOT, x_)
 #define URA_G_AND(...) URA__GN(.op = URA__G_AND, .k.list = URA__GLIST(__VA_ARGS__))
 #define URA_G_OR(...) URA__GN(.op = URA__G_OR, .k.list = URA__GLIST(__VA_ARGS__))
-#define URA_G_STARTS_WITH(s, prefix) URA__G2(URA__G_STARTS_WITH, s, prefix)
-#define URA_G_SIZE(s) URA__G1(URA__G_SIZE, s)
-#define URA_G_EMPTY(s) URA__G1(URA__G_EMPTY, s)
-#define URA_G_NOT_EMPTY(s) URA__G1(URA__G_NOT_EMPTY, s)
-#define URA_G_FRONT(s) URA__G1(URA__G_FRONT, s)
-#define URA_G_IN(a, ...)                                                    \
-	URA__GN(.op = URA__G_IN, .u.a = (a), .k.list = URA__GLIST(__VA_ARGS__))
-#define URA_G_NOT_IN(a, ...)                                                \
-	URA__GN(.op = URA__G_NOT_IN, .u.a = (a), .k.list = URA__GLIST(__VA_ARGS__))
+#define URA_G_STARTS_WITH(x_, prefix_) URA__G2(URA__G_STARTS_WITH, x_, prefix_)
+#define URA_G_SIZE(x_) URA__G1(URA__G_SIZE, x_)
+#define URA_G_EMPTY(x_) URA__G1(URA__G_EMPTY, x_)
+#define URA_G_NOT_EMPTY(x_) URA__G1(URA__G_NOT_EMPTY, x_)
+#define URA_G_FRONT(x_) URA__G1(URA__G_FRONT, x_)
+#define URA_G_IN(x_, ...)                                                   \
+	URA__GN(.op = URA__G_IN, .u.a = (x_), .k.list = URA__GLIST(__VA_ARGS__))
+#define URA_G_NOT_IN(x_, ...)                                               \
+	URA__GN(.op = URA__G_NOT_IN, .u.a = (x_), .k.list = URA__GLIST(__VA_ARGS__))
 
 /* In a case: URA_ON(tag, "types", handler, URA_WHEN(expr)). */
-#define URA_WHEN(e) .guard = ura_guard_eval, .guard_arg = (e)
+#define URA_WHEN(e_) .guard = ura_guard_eval, .guard_arg = (e_)
 
 /* Entries of a ura_guard_sym table. */
-#define URA_GSYM_REF(name_, p)                                              \
-	{ .name = (name_), .ref = (p), .kind = URA__GREF_KIND(*(p)) }
-#define URA_GSYM_FN(name_, f) { .name = (name_), .fn = (f) }
+#define URA_GSYM_REF(name_, v_)                                             \
+	{ .name = (name_), .ref = (v_), .kind = URA__GREF_KIND(*(v_)) }
+#define URA_GSYM_FN(name_, fn_) { .name = (name_), .fn = (fn_) }
 
 #define URA_BEHAVIOR_UNTIL_OPTS(name_, opts_, cond_, next_, ...)            \
 	static const ura_case name_##__ura_loop[] = { __VA_ARGS__ };        \
