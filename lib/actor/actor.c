@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "actor/group.h"
-#include "actor/guard.h"
 #include "sched/sched.h"
 
 struct ura_ctx {
@@ -659,17 +658,6 @@ static inline int case_matches(const ura_case *c, ura_ctx *cx, const struct ura_
 	return !c->guard || c->guard(cx, m, c->guard_arg);
 }
 
-int ura__case_matches(const ura_case *c, ura_ctx *cx, const struct ura_msg *m)
-{
-	return case_matches(c, cx, m);
-}
-
-void *ura__state_bytes(ura_ctx *cx, size_t *size)
-{
-	*size = cx->a->state ? cx->a->cls->state_size : 0;
-	return cx->a->state;
-}
-
 static void trace_unmatched(struct ura_ctx *cx, const struct ura_msg *m, const char *what)
 {
 	char buf[200];
@@ -851,14 +839,14 @@ static int check_case(const ura_case *c)
 	if (!c->fn)
 		return -EINVAL;
 	if (!c->types)
-		return c->sig_ & URA__SIG_TYPED ? -EINVAL : ura__guard_check_case(c);
+		return c->sig_ & URA__SIG_TYPED ? -EINVAL : 0;
 	size_t len = strlen(c->types);
 	if (len > URA_MAX_VALUES || strspn(c->types, "idarsbp") != len)
 		return -EINVAL;
 	if ((c->sig_ & URA__SIG_TYPED) &&
 	    (c->sig_ & ~URA__SIG_TYPED) != ura__sig_pack(c->types, len))
 		return -EINVAL;
-	return ura__guard_check_case(c);
+	return 0;
 }
 
 URA_API int ura_behavior_check(const ura_behavior *b)
@@ -879,7 +867,7 @@ URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
 	if (!out || (ncases && !cases) || ncases > UINT32_MAX ||
 	    (unsigned)unmatched > URA_UNMATCHED_STASH)
 		return -EINVAL;
-	size_t strbytes = 0, gbytes = 0;
+	size_t strbytes = 0;
 	for (size_t i = 0; i < ncases; i++) {
 		ura_case c = cases[i];
 		c.sig_ = 0; /* recomputed below */
@@ -888,21 +876,16 @@ URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
 			return rc;
 		if (c.types)
 			strbytes += strlen(c.types) + 1;
-		gbytes += ura__guard_case_size(&c);
 	}
-	/* Guard expressions are copied too: one built in the caller's
-	 * function lives only until that function returns. */
-	size_t size = sizeof(ura_behavior) + ncases * sizeof(ura_case) + gbytes + strbytes;
+	size_t size = sizeof(ura_behavior) + ncases * sizeof(ura_case) + strbytes;
 	ura_behavior *b = calloc(1, size);
 	if (!b)
 		return -ENOMEM;
 	ura_case *cs = (ura_case *)(b + 1);
-	char *gmem = (char *)(cs + ncases);
-	char *str = gmem + gbytes;
+	char *str = (char *)(cs + ncases);
 	for (size_t i = 0; i < ncases; i++) {
 		cs[i] = cases[i];
 		cs[i].sig_ = 0;
-		gmem += ura__guard_case_copy(&cs[i], gmem);
 		if (cases[i].types) {
 			size_t len = strlen(cases[i].types);
 			memcpy(str, cases[i].types, len + 1);
