@@ -33,7 +33,11 @@ static void one_dinner(int n)
 	report = &r;
 
 	struct dinner_opts o = {
-		.period_ns = 5 * URA_MSEC, .duration_s = 1.5, .n = n, .quiet = 1,
+		/* 5 ms as the issue asks; sanitizer runs (URA_TEST_SCALE > 1)
+		 * are ~10x slower, so their periods are 4x longer to keep the
+		 * bound about the protocol, not about the sanitizer. */
+		.period_ns = (t_scaled(4) == 4 ? 5 : 20) * URA_MSEC, .duration_s = 1.5,
+		.n = n, .quiet = 1,
 	};
 	uint64_t t0 = t_now_ns();
 	int rc = dinner(&o);
@@ -62,9 +66,8 @@ static void one_dinner(int n)
 	t_ok(worst < HUNGRY_BOUND, "%d philosophers: longest wait %ld periods < %d", n, worst,
 	     HUNGRY_BOUND);
 	if (worst >= HUNGRY_BOUND)
-		t_diag("max_hungry_periods counts think->eat attempts (get_hungry), and a denied "
-		       "philosopher retries at once (retry() sends itself eat with no delay), "
-		       "so it counts retries, not periods");
+		t_diag("max_hungry_periods is the time from getting hungry to eating, "
+		       "in periods");
 	int held = 0;
 	for (int i = 0; i < n; i++)
 		held += atomic_load(&r.holder[i]) != 0;

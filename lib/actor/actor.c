@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "actor/group.h"
+#include "actor/guard.h"
 #include "sched/sched.h"
 
 struct ura_ctx {
@@ -209,6 +210,18 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 		return -EINVAL;
 	if (atomic_load_explicit(&sys->shutdown, memory_order_relaxed))
 		return -ESHUTDOWN;
+	/* Placement: a named worker's node, a named node, else the
+	 * spawner's node (node 0 for threads that are not workers). */
+	unsigned node = w ? w->node : 0;
+	if (opts && opts->worker) {
+		if (opts->worker < 0 || (unsigned)opts->worker > sys->nworkers)
+			return -EINVAL;
+		node = sys->workers[opts->worker - 1].node;
+	} else if (opts && opts->node) {
+		if (opts->node < 0 || (unsigned)opts->node > sys->nnodes)
+			return -EINVAL;
+		node = (unsigned)opts->node - 1;
+	}
 	struct ura__actor *a = slot_take(sys, w);
 	if (!a)
 		return -ENOMEM;
@@ -232,7 +245,9 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	a->rt = 0;
 	a->timers = NULL;
 	a->stopping = a->became = 0;
-	a->home = (uint16_t)(w ? w->id : 0);
+	a->home_node = (uint16_t)node;
+	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
+			      memory_order_relaxed);
 	a->state_kind = URA__A_ALIVE;
 	uint32_t gen = own_gen(a) + 1;
 	/* release: pairs with the acquire in send_msg; the fields above are
@@ -592,6 +607,43 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 
 URA_API void *ura_request_data(ura_ctx *cx) { return cx ? cx->req_data : NULL; }
 
+static struct ura__actor *live_actor(ura_system *sys, ura_ref r)
+{
+	if (!sys)
+		return NULL;
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
+	uint32_t gen = ura__ref_gen(r);
+	return a && (gen & 1) && atomic_load_explicit(&a->gen, memory_order_acquire) == gen ?
+		       a : NULL;
+}
+
+URA_API int ura_actor_node(ura_system *sys, ura_ref r)
+{
+	struct ura__actor *a = live_actor(sys, r);
+	/* home_node never changes during an incarnation; the generation
+	 * check above (acquire) orders us after spawn's write of it. */
+	return a ? (int)a->home_node : (sys ? -ESRCH : -EINVAL);
+}
+
+URA_API int ura_actor_worker(ura_system *sys, ura_ref r)
+{
+	struct ura__actor *a = live_actor(sys, r);
+	return a ? (int)atomic_load_explicit(&a->last_worker, memory_order_relaxed) :
+		   (sys ? -ESRCH : -EINVAL);
+}
+
+URA_API int ura_worker_node(ura_system *sys, unsigned worker)
+{
+	if (!sys || worker >= sys->nworkers)
+		return -EINVAL;
+	return (int)sys->workers[worker].node;
+}
+
+URA_API int ura_system_nodes(ura_system *sys)
+{
+	return sys ? (int)sys->nnodes : -EINVAL;
+}
+
 /* ---- handler context ------------------------------------------------ */
 
 URA_API ura_ref ura_self(ura_ctx *cx) { return cx ? self_ref(cx->a) : URA_NOREF; }
@@ -656,6 +708,17 @@ static inline int case_matches(const ura_case *c, ura_ctx *cx, const struct ura_
 		return 0; /* a case written without URA_ON */
 	}
 	return !c->guard || c->guard(cx, m, c->guard_arg);
+}
+
+int ura__case_matches(const ura_case *c, ura_ctx *cx, const struct ura_msg *m)
+{
+	return case_matches(c, cx, m);
+}
+
+void *ura__state_bytes(ura_ctx *cx, size_t *size)
+{
+	*size = cx->a->state ? cx->a->cls->state_size : 0;
+	return cx->a->state;
 }
 
 static void trace_unmatched(struct ura_ctx *cx, const struct ura_msg *m, const char *what)
@@ -792,7 +855,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	struct ura_msg *m, *r;
 	unsigned n = 0;
 
-	a->home = (uint16_t)w->id;
+	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
 	ura__inc(&w->st.turns);
 	/* The turn stops at the newest message present on entry, so an actor
 	 * that floods itself cannot keep the worker. acquire: pairs with the
@@ -839,14 +902,14 @@ static int check_case(const ura_case *c)
 	if (!c->fn)
 		return -EINVAL;
 	if (!c->types)
-		return c->sig_ & URA__SIG_TYPED ? -EINVAL : 0;
+		return c->sig_ & URA__SIG_TYPED ? -EINVAL : ura__guard_check_case(c);
 	size_t len = strlen(c->types);
 	if (len > URA_MAX_VALUES || strspn(c->types, "idarsbp") != len)
 		return -EINVAL;
 	if ((c->sig_ & URA__SIG_TYPED) &&
 	    (c->sig_ & ~URA__SIG_TYPED) != ura__sig_pack(c->types, len))
 		return -EINVAL;
-	return 0;
+	return ura__guard_check_case(c);
 }
 
 URA_API int ura_behavior_check(const ura_behavior *b)
@@ -867,7 +930,7 @@ URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
 	if (!out || (ncases && !cases) || ncases > UINT32_MAX ||
 	    (unsigned)unmatched > URA_UNMATCHED_STASH)
 		return -EINVAL;
-	size_t strbytes = 0;
+	size_t strbytes = 0, gbytes = 0;
 	for (size_t i = 0; i < ncases; i++) {
 		ura_case c = cases[i];
 		c.sig_ = 0; /* recomputed below */
@@ -876,16 +939,21 @@ URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
 			return rc;
 		if (c.types)
 			strbytes += strlen(c.types) + 1;
+		gbytes += ura__guard_case_size(&c);
 	}
-	size_t size = sizeof(ura_behavior) + ncases * sizeof(ura_case) + strbytes;
+	/* Guard expressions are copied too: one built in the caller's
+	 * function lives only until that function returns. */
+	size_t size = sizeof(ura_behavior) + ncases * sizeof(ura_case) + gbytes + strbytes;
 	ura_behavior *b = calloc(1, size);
 	if (!b)
 		return -ENOMEM;
 	ura_case *cs = (ura_case *)(b + 1);
-	char *str = (char *)(cs + ncases);
+	char *gmem = (char *)(cs + ncases);
+	char *str = gmem + gbytes;
 	for (size_t i = 0; i < ncases; i++) {
 		cs[i] = cases[i];
 		cs[i].sig_ = 0;
+		gmem += ura__guard_case_copy(&cs[i], gmem);
 		if (cases[i].types) {
 			size_t len = strlen(cases[i].types);
 			memcpy(str, cases[i].types, len + 1);

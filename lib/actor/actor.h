@@ -39,8 +39,8 @@ struct ura__actor {
 	uint8_t stopping;        /* ura_stop() called in this turn */
 	uint8_t became;          /* become in this turn: re-deliver stash */
 	uint8_t inline_state;    /* state lives in `inl` */
-	uint16_t home;           /* worker it was last scheduled on */
-	uint16_t pad_;
+	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
+	uint16_t home_node;      /* the node it lives on (placement) */
 	const ura_class *cls;
 	const ura_behavior *beh;
 	ura_value bound;

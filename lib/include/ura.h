@@ -334,6 +334,9 @@ typedef struct ura_config {
 	int paused;
 	/* Pin worker i to the i-th allowed CPU (default on). */
 	int no_pinning;
+	/* An idle worker steals from another node only after its own node's
+	 * workers had nothing to steal for this long; 0: 200 us. */
+	uint64_t steal_remote_ns;
 	/* Trace every unmatched message through the log (also URA_TRACE=
 	 * unmatched). */
 	int trace_unmatched;
@@ -388,6 +391,9 @@ typedef struct ura_stats {
 	uint64_t dead_letters; /* reached an actor that had stopped */
 	uint64_t turns;        /* actor turns run */
 	uint64_t steals;       /* actors taken from another worker */
+	uint64_t steals_remote; /* of which from another node */
+	unsigned nodes;        /* NUMA nodes with workers */
+	int simulated_topology; /* URA_TOPOLOGY is in effect */
 	uint64_t sleeps;       /* times a worker went to sleep */
 	uint64_t wakeups;      /* wakeups sent to sleeping workers */
 	uint64_t ring_enters;  /* io_uring_enter / epoll_wait calls */
@@ -431,7 +437,24 @@ typedef struct ura_spawn_opts {
 	/* Join this group before spawn returns (before any message can reach
 	 * the actor through the group). */
 	ura_group *group;
+	/* Placement: the node the actor lives on, URA_NODE(k), or the node of
+	 * a worker, URA_WORKER(k). Default: the spawner's node (node 0 from a
+	 * thread that is not a worker). A node or worker that does not exist:
+	 * -EINVAL. The actor runs on its node's workers; it may be stolen by
+	 * another node's idle worker, and goes home on its next wake. */
+	int node;
+	int worker;
 } ura_spawn_opts;
+#define URA_NODE(k) ((k) + 1)
+#define URA_WORKER(k) ((k) + 1)
+
+/* Where an actor lives: its node (0-based) and the worker that ran it
+ * last. -ESRCH for a stopped actor. Any thread. */
+URA_API int ura_actor_node(ura_system *sys, ura_ref r);
+URA_API int ura_actor_worker(ura_system *sys, ura_ref r);
+/* Nodes with workers, and the node of a worker (0-based). */
+URA_API int ura_system_nodes(ura_system *sys);
+URA_API int ura_worker_node(ura_system *sys, unsigned worker);
 URA_API int ura_spawn_ex_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
 			     const ura_spawn_opts *opts, ura_ref *out);
 URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,

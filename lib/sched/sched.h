@@ -22,19 +22,32 @@ struct ura__runq {
 	_Atomic(struct ura__actor *) buf[URA__RQ_SIZE];
 };
 
+/* A NUMA node: its workers are sys->workers[first .. first + count). */
+struct ura__node {
+	/* Actors made runnable here by threads of other nodes, or by threads
+	 * that are not workers. */
+	alignas(URA__CACHELINE) pthread_mutex_t inject_lock;
+	struct ura__actor *inject_head, *inject_tail;
+	_Atomic uint32_t inject_len;
+	unsigned first, count;
+	int id;                        /* the kernel's node number */
+};
+
 /* Counters a worker bumps with plain stores (ura__inc) and anyone reads. */
 struct ura__wstats {
 	_Atomic uint64_t spawned, stopped, sent, received, unmatched, stashed,
 		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
 		timers_armed, timers_armed_ext, timers_fired, timers_cancelled,
-		signals;
+		signals, steals_remote;
 };
 
 struct ura__worker {
 	/* Owner only: the hot state of the scheduling loop. */
 	ura_system *sys;
 	unsigned id;
+	unsigned node;                 /* dense node index */
 	int cpu;                       /* pinned CPU, -1 if none */
+	uint64_t local_dry_since;      /* local victims empty since (0: no) */
 	struct ura__actor *next;       /* LIFO slot: runs next, never stolen */
 	unsigned next_streak;          /* next-slot runs in a row */
 	unsigned tick;                 /* turns, for the inject-queue check */
@@ -76,7 +89,6 @@ struct ura_system {
 	int log_level;
 	ura_log_fn *log;
 	void *log_ud;
-	int *cpus;                     /* nworkers entries */
 	struct ura__worker *workers;   /* nworkers, each cache-aligned */
 	const char *backend;
 
@@ -92,9 +104,10 @@ struct ura_system {
 	_Atomic uint64_t ext_stopped;
 
 	/* Actors scheduled by non-worker threads. */
-	alignas(URA__CACHELINE) pthread_mutex_t inject_lock;
-	struct ura__actor *inject_head, *inject_tail;
-	_Atomic uint32_t inject_len;
+	struct ura__node *nodes;       /* nnodes, cache-aligned */
+	unsigned nnodes;
+	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
+	uint64_t steal_remote_ns;      /* local victims empty this long first */
 
 	/* The slot table. */
 	alignas(URA__CACHELINE) pthread_mutex_t slot_lock;

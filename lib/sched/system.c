@@ -66,78 +66,78 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	sys->trace_unmatched = cfg->trace_unmatched || (tr && strstr(tr, "unmatched"));
 	sys->backend = "none";
 
-	int rc = ura__topo_cpus(&sys->cpus);
+	struct ura__topo topo;
+	char why[200] = "";
+	unsigned workers = 0, slack_us = 0, steal_us = 0;
+	int rc = ura__topo_discover(&topo, why, sizeof why);
 	if (rc < 0) {
+		if (*why)
+			ura__log(sys, URA_LOG_ERROR, "%s", why);
 		free(sys);
 		return rc;
 	}
-	unsigned ncpus = (unsigned)rc;
-	unsigned workers = cfg->workers ? cfg->workers : ncpus;
-	rc = parse_uint_env(sys, "URA_WORKERS", 1, MAX_WORKERS, &workers);
-	if (rc < 0) {
-		free(sys->cpus);
-		free(sys);
-		return rc;
-	}
-	rc = parse_uint_env(sys, "URA_BATCH", 1, 1u << 20, &sys->batch);
-	if (rc < 0) {
-		free(sys->cpus);
-		free(sys);
-		return rc;
-	}
-	unsigned slack_us = 0;
-	rc = parse_uint_env(sys, "URA_TIMER_SLACK_US", 1, 1000000, &slack_us);
-	if (rc < 0) {
-		free(sys->cpus);
-		free(sys);
-		return rc;
-	}
-	if (rc > 0)
+	workers = cfg->workers ? cfg->workers : (unsigned)topo.n;
+	if ((rc = parse_uint_env(sys, "URA_WORKERS", 1, MAX_WORKERS, &workers)) < 0 ||
+	    (rc = parse_uint_env(sys, "URA_BATCH", 1, 1u << 20, &sys->batch)) < 0 ||
+	    (rc = parse_uint_env(sys, "URA_TIMER_SLACK_US", 1, 1000000, &slack_us)) < 0 ||
+	    (rc = parse_uint_env(sys, "URA_STEAL_REMOTE_US", 1, 10000000, &steal_us)) < 0)
+		goto fail_topo;
+	if (slack_us)
 		sys->timer_slack_ns = slack_us * URA_USEC;
+	sys->steal_remote_ns = steal_us ? steal_us * URA_USEC :
+			       cfg->steal_remote_ns ? cfg->steal_remote_ns : 200 * URA_USEC;
 	sys->nworkers = workers;
-	int *cpus = realloc(sys->cpus, workers * sizeof *cpus);
-	if (!cpus) {
-		free(sys->cpus);
-		free(sys);
-		return -ENOMEM;
-	}
-	/* More workers than CPUs: wrap around, sharing CPUs. */
-	for (unsigned i = ncpus; i < workers; i++)
-		cpus[i] = cpus[i % ncpus];
-	sys->cpus = cpus;
-
+	sys->simulated = topo.simulated;
+	rc = -ENOMEM;
 	sys->workers = aligned_alloc(URA__CACHELINE, workers * sizeof *sys->workers);
 	sys->chunks = calloc(URA__MAX_CHUNKS, sizeof *sys->chunks);
-	if (!sys->workers || !sys->chunks) {
-		free(sys->workers);
-		free(sys->chunks);
-		free(sys->cpus);
-		free(sys);
-		return -ENOMEM;
-	}
+	sys->nodes = aligned_alloc(URA__CACHELINE, (size_t)topo.nnodes * sizeof *sys->nodes);
+	if (!sys->workers || !sys->chunks || !sys->nodes)
+		goto fail_alloc;
 	memset(sys->workers, 0, workers * sizeof *sys->workers);
+	memset(sys->nodes, 0, (size_t)topo.nnodes * sizeof *sys->nodes);
+	/* Worker i takes topology entry i * n / workers: with fewer workers
+	 * than CPUs they spread over the nodes, with more they share CPUs;
+	 * either way a node's workers stay adjacent (entries are sorted by
+	 * node), so worker order is nearest-first for stealing. */
+	int last = -1;
 	for (unsigned i = 0; i < workers; i++) {
 		struct ura__worker *w = &sys->workers[i];
+		int e = (int)((uint64_t)i * (unsigned)topo.n / workers);
 		w->sys = sys;
 		w->id = i;
-		w->cpu = sys->pin ? sys->cpus[i] : -1;
+		w->cpu = sys->pin && !topo.simulated ? topo.cpu[e] : -1;
 		w->rng = 0x9e3779b9u * (i + 1);
 		w->poller.efd = w->poller.epfd = -1;
+		if (topo.node[e] != last) {
+			last = topo.node[e];
+			struct ura__node *nd = &sys->nodes[sys->nnodes++];
+			nd->first = i;
+			nd->id = topo.node_id[last];
+			pthread_mutex_init(&nd->inject_lock, NULL);
+		}
+		w->node = sys->nnodes - 1;
+		sys->nodes[w->node].count++;
 	}
+	if (topo.simulated)
+		ura__log(sys, URA_LOG_INFO, "URA_TOPOLOGY: %u simulated node(s); "
+			 "pinning and memory binding are skipped", sys->nnodes);
+	ura__topo_free(&topo);
 	uint64_t now = ura__now_ns();
 	for (unsigned i = 0; i < workers; i++) {
 		if (ura__timers_init(&sys->workers[i].tm, now, sys->timer_slack_ns) < 0) {
 			for (unsigned k = 0; k < i; k++)
 				ura__timers_fini(&sys->workers[k]);
+			for (unsigned k = 0; k < sys->nnodes; k++)
+				pthread_mutex_destroy(&sys->nodes[k].inject_lock);
 			free(sys->workers);
 			free(sys->chunks);
-			free(sys->cpus);
+			free(sys->nodes);
 			free(sys);
 			return -ENOMEM;
 		}
 	}
 	atomic_store(&sys->idx_hwm, 1); /* index 0 is the null ref */
-	pthread_mutex_init(&sys->inject_lock, NULL);
 	pthread_mutex_init(&sys->slot_lock, NULL);
 	pthread_mutex_init(&sys->q_lock, NULL);
 	pthread_mutex_init(&sys->group_lock, NULL);
@@ -157,6 +157,14 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	}
 	*out = sys;
 	return 0;
+fail_alloc:
+	free(sys->workers);
+	free(sys->chunks);
+	free(sys->nodes);
+fail_topo:
+	ura__topo_free(&topo);
+	free(sys);
+	return rc;
 }
 
 URA_API int ura_system_start(ura_system *sys)
@@ -270,7 +278,9 @@ URA_API int ura_system_destroy(ura_system *sys)
 		ura__log(sys, URA_LOG_DEBUG, "destroy: %llu idle actor(s) destroyed",
 			 (unsigned long long)live);
 	}
-	pthread_mutex_destroy(&sys->inject_lock);
+	for (unsigned k = 0; k < sys->nnodes; k++)
+		pthread_mutex_destroy(&sys->nodes[k].inject_lock);
+	free(sys->nodes);
 	pthread_mutex_destroy(&sys->slot_lock);
 	pthread_mutex_destroy(&sys->q_lock);
 	ura__groups_destroy(sys);
@@ -278,7 +288,6 @@ URA_API int ura_system_destroy(ura_system *sys)
 	pthread_cond_destroy(&sys->q_cond);
 	free(sys->chunks);
 	free(sys->workers);
-	free(sys->cpus);
 	free(sys);
 	return rc;
 }
@@ -289,6 +298,8 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		return -EINVAL;
 	memset(out, 0, sizeof *out);
 	out->workers = sys->nworkers;
+	out->nodes = sys->nnodes;
+	out->simulated_topology = sys->simulated;
 	out->backend = sys->backend;
 	for (unsigned i = 0; i < sys->nworkers; i++) {
 		struct ura__wstats *s = &sys->workers[i].st;
@@ -301,6 +312,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->dead_letters += ura__ld(&s->dead_letters);
 		out->turns += ura__ld(&s->turns);
 		out->steals += ura__ld(&s->steals);
+		out->steals_remote += ura__ld(&s->steals_remote);
 		out->sleeps += ura__ld(&s->sleeps);
 		out->wakeups += ura__ld(&s->wakeups);
 		out->ring_enters += ura__ld(&s->ring_enters);

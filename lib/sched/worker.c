@@ -130,40 +130,68 @@ static void push_local(struct ura__worker *w, struct ura__actor *a)
 	w->ovf_tail = a;
 }
 
-static void inject(ura_system *sys, struct ura__actor *a)
+/* Wakes one sleeping worker of node `nd` (none if one of them spins). */
+static void wake_node(ura_system *sys, struct ura__worker *self, unsigned nd)
 {
-	a->link = NULL;
-	pthread_mutex_lock(&sys->inject_lock);
-	if (sys->inject_tail)
-		sys->inject_tail->link = a;
-	else
-		sys->inject_head = a;
-	sys->inject_tail = a;
-	atomic_fetch_add_explicit(&sys->inject_len, 1, memory_order_relaxed);
-	pthread_mutex_unlock(&sys->inject_lock);
-	maybe_wake(sys, NULL);
+	ura__fence_seq_cst(); /* pairs with worker_sleep's fence, as in maybe_wake */
+	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
+		return;
+	struct ura__node *n = &sys->nodes[nd];
+	for (unsigned i = 0; i < n->count; i++) {
+		struct ura__worker *v = &sys->workers[n->first + i];
+		if (v == self || !atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
+			continue;
+		if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
+			return;
+		if (self) {
+			ura__poller_wake_from(&self->poller, &v->poller);
+			ura__inc(&self->st.wakeups);
+		} else {
+			ura__poller_wake(&v->poller);
+		}
+		return;
+	}
 }
 
-static struct ura__actor *inject_pop(ura_system *sys)
+/* Makes `a` runnable on its home node from a thread of another node, or
+ * from a thread that is not a worker. */
+static void inject(ura_system *sys, struct ura__worker *self, struct ura__actor *a)
 {
-	if (!atomic_load_explicit(&sys->inject_len, memory_order_relaxed))
+	struct ura__node *n = &sys->nodes[a->home_node];
+	a->link = NULL;
+	pthread_mutex_lock(&n->inject_lock);
+	if (n->inject_tail)
+		n->inject_tail->link = a;
+	else
+		n->inject_head = a;
+	n->inject_tail = a;
+	atomic_fetch_add_explicit(&n->inject_len, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&n->inject_lock);
+	wake_node(sys, self, a->home_node);
+}
+
+static struct ura__actor *inject_pop(struct ura__worker *w)
+{
+	struct ura__node *n = &w->sys->nodes[w->node];
+	if (!atomic_load_explicit(&n->inject_len, memory_order_relaxed))
 		return NULL;
-	pthread_mutex_lock(&sys->inject_lock);
-	struct ura__actor *a = sys->inject_head;
+	pthread_mutex_lock(&n->inject_lock);
+	struct ura__actor *a = n->inject_head;
 	if (a) {
-		sys->inject_head = a->link;
-		if (!sys->inject_head)
-			sys->inject_tail = NULL;
-		atomic_fetch_sub_explicit(&sys->inject_len, 1, memory_order_relaxed);
+		n->inject_head = a->link;
+		if (!n->inject_head)
+			n->inject_tail = NULL;
+		atomic_fetch_sub_explicit(&n->inject_len, 1, memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&sys->inject_lock);
+	pthread_mutex_unlock(&n->inject_lock);
 	return a;
 }
 
 void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 {
-	if (!w) {
-		inject(sys, a);
+	if (!w || w->node != a->home_node) {
+		/* Woken from another node: the actor goes home. */
+		inject(sys, w, a);
 		return;
 	}
 	/* The woken actor runs next on this worker, where the message it got
@@ -196,7 +224,7 @@ static struct ura__actor *pick(struct ura__worker *w)
 	struct ura__actor *a;
 	if (w->ovf_head)
 		refill(w);
-	if (++w->tick % INJECT_EVERY == 0 && (a = inject_pop(w->sys)))
+	if (++w->tick % INJECT_EVERY == 0 && (a = inject_pop(w)))
 		return a;
 	if (w->next) {
 		if (w->next_streak < NEXT_STREAK_MAX || !rq_len(&w->rq)) {
@@ -211,26 +239,70 @@ static struct ura__actor *pick(struct ura__worker *w)
 	w->next_streak = 0;
 	if ((a = rq_pop(&w->rq)))
 		return a;
-	return inject_pop(w->sys);
+	return inject_pop(w);
 }
 
-static struct ura__actor *steal(struct ura__worker *w)
+static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
+				      unsigned count)
 {
 	ura_system *sys = w->sys;
-	unsigned n = sys->nworkers;
 	w->rng = w->rng * 1103515245u + 12345u;
-	unsigned start = (w->rng >> 16) % n;
-	for (unsigned i = 0; i < n; i++) {
-		struct ura__worker *v = &sys->workers[(start + i) % n];
+	unsigned start = count ? (w->rng >> 16) % count : 0;
+	for (unsigned i = 0; i < count; i++) {
+		struct ura__worker *v = &sys->workers[first + (start + i) % count];
 		if (v == w || !rq_len(&v->rq))
 			continue; /* known empty: no CAS, no cache-line steal */
 		struct ura__actor *a = rq_pop(&v->rq);
-		if (a) {
+		if (a)
+			return a;
+	}
+	return NULL;
+}
+
+/* Same node first; other nodes only once this node has had nothing to
+ * steal for steal_remote_ns (a remote actor drags its memory along). */
+static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
+{
+	ura_system *sys = w->sys;
+	struct ura__node *n = &sys->nodes[w->node];
+	struct ura__actor *a = steal_range(w, n->first, n->count);
+	if (a) {
+		ura__inc(&w->st.steals);
+		w->local_dry_since = 0;
+		return a;
+	}
+	if (sys->nnodes == 1)
+		return NULL;
+	if (!w->local_dry_since) {
+		w->local_dry_since = now;
+		return NULL;
+	}
+	if (now - w->local_dry_since < sys->steal_remote_ns)
+		return NULL;
+	for (unsigned k = 1; k < sys->nnodes; k++) {
+		struct ura__node *r = &sys->nodes[(w->node + k) % sys->nnodes];
+		if ((a = steal_range(w, r->first, r->count))) {
 			ura__inc(&w->st.steals);
+			ura__inc(&w->st.steals_remote);
 			return a;
 		}
 	}
 	return NULL;
+}
+
+static int work_visible(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	if (atomic_load_explicit(&sys->nodes[w->node].inject_len, memory_order_relaxed))
+		return 1;
+	if (atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
+	    atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
+	    (w->id == 0 && atomic_load_explicit(&sys->sig_req, memory_order_relaxed)))
+		return 1;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (rq_len(&sys->workers[i].rq))
+			return 1;
+	return 0;
 }
 
 /* Timers, remote cancels and arms, poller events, signal setup: work
@@ -249,20 +321,6 @@ static inline int internal_due(struct ura__worker *w, uint64_t now)
 	       (w->id == 0 && atomic_load_explicit(&w->sys->sig_req, memory_order_relaxed));
 }
 
-static int work_visible(struct ura__worker *w)
-{
-	ura_system *sys = w->sys;
-	if (atomic_load_explicit(&sys->inject_len, memory_order_relaxed))
-		return 1;
-	if (atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
-	    atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
-	    (w->id == 0 && atomic_load_explicit(&sys->sig_req, memory_order_relaxed)))
-		return 1;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		if (rq_len(&sys->workers[i].rq))
-			return 1;
-	return 0;
-}
 
 /* ---- quiescence ----------------------------------------------------- */
 
@@ -364,7 +422,7 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
 		do {
-			if ((a = inject_pop(sys)) || (a = steal(w)) ||
+			if ((a = inject_pop(w)) || (a = steal(w, now)) ||
 			    (internal_maybe(w) && internal_due(w, now))) {
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 				return a;
