@@ -363,16 +363,26 @@ static int make_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
 	return 0;
 }
 
-static inline void post(ura_system *sys, struct ura__worker *w,
+/* `home` is the sending actor's node (the worker's when no actor sends).
+ * Whether a message is batched depends only on the sender's and the
+ * target's homes, never on where the sender happens to run: a stolen
+ * actor keeps routing as it did at home, so its messages to one target
+ * never take two paths and overtake each other. */
+static inline void post(ura_system *sys, struct ura__worker *w, unsigned home,
 			struct ura__actor *a, struct ura_msg *m)
 {
+	/* To another node: batched through this worker's outbox. */
+	if (w && a->home_node != home && sys->numa_batch) {
+		ura__outbox_add(w, a, m);
+		return;
+	}
 	if (ura__mb_push(&a->mb, m))
 		ura__schedule(sys, w, a);
 }
 
-static int send_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
-		    ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
-		    uint8_t kind, uint32_t req)
+static int send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
+		    ura_ref from, ura_ref to, ura_atom tag, const ura_value *vals,
+		    unsigned n, uint8_t kind, uint32_t req)
 {
 	struct ura__actor *a;
 	struct ura_msg *m;
@@ -385,7 +395,7 @@ static int send_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
 		ura__inc(&w->st.sent);
 	else
 		atomic_fetch_add_explicit(&sys->ext_sent, 1, memory_order_seq_cst);
-	post(sys, w, a, m);
+	post(sys, w, home, a, m);
 	return 0;
 }
 
@@ -400,7 +410,7 @@ void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 	}
 	/* A target that stopped meanwhile drops it as a dead letter (its
 	 * generation no longer matches m->to_gen). */
-	post(w->sys, w, a, m);
+	post(w->sys, w, w->node, a, m);
 }
 
 /* ---- timers owned by actors ----------------------------------------- */
@@ -528,7 +538,7 @@ URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 {
 	if (ura__unlikely(!cx))
 		return -EINVAL;
-	return send_msg(cx->sys, cx->w, self_ref(cx->a), to, tag, vals, n,
+	return send_msg(cx->sys, cx->w, cx->a->home_node, self_ref(cx->a), to, tag, vals, n,
 			URA__MK_PLAIN, 0);
 }
 
@@ -537,14 +547,21 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
 {
 	if (!sys)
 		return -EINVAL;
-	return send_msg(sys, thread_worker(sys), URA_NOREF, to, tag, vals, n,
+	struct ura__worker *w = thread_worker(sys);
+	return send_msg(sys, w, w ? w->node : 0, URA_NOREF, to, tag, vals, n,
 			URA__MK_PLAIN, 0);
 }
 
 int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
 	      ura_atom tag, const ura_value *vals, unsigned n)
 {
-	return send_msg(sys, w, from, to, tag, vals, n, URA__MK_PLAIN, 0);
+	unsigned home = w ? w->node : 0;
+	if (w && !ura_ref_null(from)) {
+		struct ura__actor *fa = ura__slot_get(sys, ura__ref_idx(from));
+		if (fa)
+			home = fa->home_node; /* the sender holds its own token */
+	}
+	return send_msg(sys, w, home, from, to, tag, vals, n, URA__MK_PLAIN, 0);
 }
 
 URA_API long ura_send_groupv_ctx(ura_ctx *cx, ura_group *g, ura_atom tag,
@@ -572,7 +589,7 @@ URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 	if (!m || ura_ref_null(m->from))
 		return -ESRCH;
 	int req = m->kind == URA__MK_REQUEST;
-	return send_msg(cx->sys, cx->w, self_ref(cx->a), m->from, tag, vals, n,
+	return send_msg(cx->sys, cx->w, cx->a->home_node, self_ref(cx->a), m->from, tag, vals, n,
 			req ? URA__MK_RESPONSE : URA__MK_PLAIN, req ? m->req : 0);
 }
 
@@ -589,7 +606,7 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 	uint32_t id = ++a->next_req;
 	if (!id)
 		id = ++a->next_req;
-	int rc = send_msg(cx->sys, cx->w, self_ref(a), to, tag, vals, n,
+	int rc = send_msg(cx->sys, cx->w, a->home_node, self_ref(a), to, tag, vals, n,
 			  URA__MK_REQUEST, id);
 	if (rc < 0) {
 		ura__pool_put(pool_of(cx->w), p, sizeof *p);
@@ -889,6 +906,10 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 		if ((uintptr_t)m == entry || ++n >= sys->batch)
 			break;
 	}
+	/* Hand this turn's cross-node batches over before the actor can run
+	 * anywhere else: a thief must not overtake them. */
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
 	if (ura__mb_mark_idle(&a->mb))
 		return;
 	/* More messages (or a push half done): back of the queue. */

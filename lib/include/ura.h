@@ -337,6 +337,12 @@ typedef struct ura_config {
 	/* An idle worker steals from another node only after its own node's
 	 * workers had nothing to steal for this long; 0: 200 us. */
 	uint64_t steal_remote_ns;
+	/* Send messages to other nodes one at a time instead of in batches
+	 * (the default batches; URA_NUMA_BATCH=0 also turns it off). */
+	int no_numa_batching;
+	/* Messages an outbox holds before it is flushed early; 0: 32. Every
+	 * outbox is also flushed at the end of each scheduling pass. */
+	unsigned numa_batch;
 	/* Trace every unmatched message through the log (also URA_TRACE=
 	 * unmatched). */
 	int trace_unmatched;
@@ -393,6 +399,9 @@ typedef struct ura_stats {
 	uint64_t steals;       /* actors taken from another worker */
 	uint64_t steals_remote; /* of which from another node */
 	unsigned nodes;        /* NUMA nodes with workers */
+	uint64_t cross_node;   /* messages sent by a worker to another node */
+	uint64_t flushes;      /* outbox batches handed to another node */
+	uint64_t flushed;      /* messages in those batches (mean = /flushes) */
 	int simulated_topology; /* URA_TOPOLOGY is in effect */
 	uint64_t sleeps;       /* times a worker went to sleep */
 	uint64_t wakeups;      /* wakeups sent to sleeping workers */
@@ -638,9 +647,10 @@ URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
 	ura_ctx *: ura_spawn_ctx, ura_system *: ura_spawn_sys)(            \
 	(x), (cls), __VA_ARGS__)
 #define ura_become_bound(cx, b, v) ura_become_with((cx), (b), URA_V(v))
-#define ura_spawn_ex(x, cls, arg, opts, ...) _Generic((x),                  \
+/* ura_spawn_ex(x, &cls, arg, &opts, &ref) (variadic like ura_spawn) */
+#define ura_spawn_ex(x, cls, ...) _Generic((x),                            \
 	ura_ctx *: ura_spawn_ex_ctx, ura_system *: ura_spawn_ex_sys)(      \
-	(x), (cls), (arg), (opts), __VA_ARGS__)
+	(x), (cls), __VA_ARGS__)
 /* ura_send_after(x, to, delay_ns, TAG, values...) -> ura_timer */
 #define ura_send_after(x, to, delay, ...) _Generic((x),                    \
 	ura_ctx *: ura_send_afterv_ctx, ura_system *: ura_send_afterv_sys)( \

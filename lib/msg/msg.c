@@ -130,7 +130,7 @@ void ura__msg_fill(struct ura_msg *m, ura_atom tag, ura_ref from,
 	m->from = from;
 	m->to_gen = 0;
 	m->req = 0;
-	m->n = (uint16_t)n;
+	m->n = (uint8_t)n;
 	m->kind = URA__MK_PLAIN;
 	m->flags = 0;
 	char *types = n > 7 ? (char *)&m->vals[n] : NULL;

@@ -29,11 +29,11 @@ struct ura_msg {
 	                      URA__SIG_LONG for more values */
 	uint32_t to_gen;   /* incarnation it was sent to: a mismatch is a dead letter */
 	uint32_t req;      /* request id (REQUEST / RESPONSE) */
-	uint16_t n;        /* values */
+	uint8_t n;         /* values (<= URA_MAX_VALUES) */
 	uint8_t kind;      /* URA__MK_* */
 	uint8_t flags;     /* URA__MF_* */
 	uint8_t cls;       /* pool size class, or URA__POOL_BIG */
-	uint8_t pad_[3];
+	uint32_t to_idx;   /* target slot: cross-node batches carry it */
 	ura_value vals[];  /* then, if n > 7, n+1 type chars; then payload */
 };
 

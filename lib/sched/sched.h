@@ -31,6 +31,17 @@ struct ura__node {
 	_Atomic uint32_t inject_len;
 	unsigned first, count;
 	int id;                        /* the kernel's node number */
+	/* Messages from other nodes' workers: a stack of batches, newest
+	 * first (see numa/outbox.c). One CAS per batch pushed; drained by
+	 * one of the node's workers at a time (`draining`). */
+	alignas(URA__CACHELINE) _Atomic(struct ura_msg *) inbox;
+	_Atomic int draining;
+};
+
+/* A worker's outbox for one other node: newest message first. */
+struct ura__outbox {
+	struct ura_msg *head, *tail;
+	unsigned count;
 };
 
 /* Counters a worker bumps with plain stores (ura__inc) and anyone reads. */
@@ -38,7 +49,7 @@ struct ura__wstats {
 	_Atomic uint64_t spawned, stopped, sent, received, unmatched, stashed,
 		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
 		timers_armed, timers_armed_ext, timers_fired, timers_cancelled,
-		signals, steals_remote;
+		signals, steals_remote, cross_node, flushes, flushed;
 };
 
 struct ura__worker {
@@ -48,6 +59,8 @@ struct ura__worker {
 	unsigned node;                 /* dense node index */
 	int cpu;                       /* pinned CPU, -1 if none */
 	uint64_t local_dry_since;      /* local victims empty since (0: no) */
+	struct ura__outbox *outbox;    /* per node; NULL with one node */
+	unsigned outbox_dirty;         /* outboxes holding messages */
 	struct ura__actor *next;       /* LIFO slot: runs next, never stolen */
 	unsigned next_streak;          /* next-slot runs in a row */
 	unsigned tick;                 /* turns, for the inject-queue check */
@@ -108,6 +121,8 @@ struct ura_system {
 	unsigned nnodes;
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
 	uint64_t steal_remote_ns;      /* local victims empty this long first */
+	int numa_batch;                /* cross-node messages go through outboxes */
+	unsigned outbox_batch;         /* flush an outbox at this many */
 
 	/* The slot table. */
 	alignas(URA__CACHELINE) pthread_mutex_t slot_lock;
@@ -169,6 +184,14 @@ int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h);
 int ura__timer_live(ura_system *sys, ura_timer h);
 int ura__timers_pending_work(struct ura__worker *w, uint64_t now);
 void ura__timers_service(struct ura__worker *w, uint64_t now);
+/* numa/outbox.c */
+void ura__outbox_add(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m);
+void ura__outbox_flush_all(struct ura__worker *w);
+int ura__inbox_drain(struct ura__worker *w);
+static inline int ura__inbox_ready(struct ura__worker *w)
+{
+	return atomic_load_explicit(&w->sys->nodes[w->node].inbox, memory_order_relaxed) != NULL;
+}
 /* sched/signals.c */
 void ura__signals_service(struct ura__worker *w);
 void ura__signals_fini(ura_system *sys);

@@ -86,6 +86,18 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		sys->timer_slack_ns = slack_us * URA_USEC;
 	sys->steal_remote_ns = steal_us ? steal_us * URA_USEC :
 			       cfg->steal_remote_ns ? cfg->steal_remote_ns : 200 * URA_USEC;
+	unsigned nb = cfg->numa_batch ? cfg->numa_batch : 32;
+	sys->numa_batch = !cfg->no_numa_batching;
+	const char *nbenv = getenv("URA_NUMA_BATCH");
+	if (nbenv && *nbenv) {
+		unsigned v = 0;
+		if ((rc = parse_uint_env(sys, "URA_NUMA_BATCH", 0, 1u << 16, &v)) < 0)
+			goto fail_topo;
+		sys->numa_batch = v > 0;
+		if (v)
+			nb = v;
+	}
+	sys->outbox_batch = nb;
 	sys->nworkers = workers;
 	sys->simulated = topo.simulated;
 	rc = -ENOMEM;
@@ -118,6 +130,17 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		}
 		w->node = sys->nnodes - 1;
 		sys->nodes[w->node].count++;
+	}
+	if (sys->nnodes < 2)
+		sys->numa_batch = 0; /* nothing is remote */
+	for (unsigned i = 0; sys->numa_batch && i < workers; i++) {
+		sys->workers[i].outbox = calloc(sys->nnodes, sizeof(struct ura__outbox));
+		if (!sys->workers[i].outbox) {
+			for (unsigned k = 0; k < i; k++)
+				free(sys->workers[k].outbox);
+			rc = -ENOMEM;
+			goto fail_alloc;
+		}
 	}
 	if (topo.simulated)
 		ura__log(sys, URA_LOG_INFO, "URA_TOPOLOGY: %u simulated node(s); "
@@ -260,6 +283,28 @@ URA_API int ura_system_destroy(ura_system *sys)
 	}
 	for (uint32_t c = 0; c < URA__MAX_CHUNKS; c++)
 		free(atomic_load_explicit(&sys->chunks[c], memory_order_relaxed));
+	/* Cross-node messages still in outboxes or inboxes were never
+	 * handled either (a worker stopped in the middle of a pass). */
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		for (unsigned nd = 0; w->outbox && nd < sys->nnodes; nd++) {
+			for (struct ura_msg *m = w->outbox[nd].head, *nx; m; m = nx) {
+				nx = atomic_load_explicit(&m->next, memory_order_relaxed);
+				ura__msg_free(NULL, m);
+				lost++;
+			}
+		}
+		free(w->outbox);
+		w->outbox = NULL;
+	}
+	for (unsigned k = 0; k < sys->nnodes; k++) {
+		struct ura_msg *m = atomic_load(&sys->nodes[k].inbox);
+		for (struct ura_msg *nx; m; m = nx) {
+			nx = atomic_load_explicit(&m->next, memory_order_relaxed);
+			ura__msg_free(NULL, m);
+			lost++;
+		}
+	}
 	for (unsigned i = 0; i < sys->nworkers; i++) {
 		struct ura__worker *w = &sys->workers[i];
 		lost += ura__timers_fini(w);
@@ -313,6 +358,9 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->turns += ura__ld(&s->turns);
 		out->steals += ura__ld(&s->steals);
 		out->steals_remote += ura__ld(&s->steals_remote);
+		out->cross_node += ura__ld(&s->cross_node);
+		out->flushes += ura__ld(&s->flushes);
+		out->flushed += ura__ld(&s->flushed);
 		out->sleeps += ura__ld(&s->sleeps);
 		out->wakeups += ura__ld(&s->wakeups);
 		out->ring_enters += ura__ld(&s->ring_enters);

@@ -293,7 +293,8 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 static int work_visible(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
-	if (atomic_load_explicit(&sys->nodes[w->node].inject_len, memory_order_relaxed))
+	if (atomic_load_explicit(&sys->nodes[w->node].inject_len, memory_order_relaxed) ||
+	    atomic_load_explicit(&sys->nodes[w->node].inbox, memory_order_seq_cst))
 		return 1;
 	if (atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
 	    atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
@@ -309,7 +310,7 @@ static int work_visible(struct ura__worker *w)
  * that is not an actor. Cheap when there is none (no clock read). */
 static inline int internal_maybe(struct ura__worker *w)
 {
-	return w->tm.wheel.count || w->poller.events ||
+	return w->tm.wheel.count || w->poller.events || ura__inbox_ready(w) ||
 	       atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
 	       atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
 	       (w->id == 0 && atomic_load_explicit(&w->sys->sig_req, memory_order_relaxed));
@@ -317,7 +318,7 @@ static inline int internal_maybe(struct ura__worker *w)
 
 static inline int internal_due(struct ura__worker *w, uint64_t now)
 {
-	return w->poller.events || ura__timers_pending_work(w, now) ||
+	return w->poller.events || ura__inbox_ready(w) || ura__timers_pending_work(w, now) ||
 	       (w->id == 0 && atomic_load_explicit(&w->sys->sig_req, memory_order_relaxed));
 }
 
@@ -450,9 +451,14 @@ static void service_internal(struct ura__worker *w)
 	 * the quiescence counters only move while we are visibly busy. */
 	if (atomic_load_explicit(&w->idle, memory_order_relaxed))
 		set_busy(w);
+	if (ura__inbox_ready(w))
+		ura__inbox_drain(w);
 	ura__timers_service(w, now);
 	if (w->id == 0 || w->poller.events)
 		ura__signals_service(w);
+	/* Timers and signals may have sent to other nodes. */
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
 }
 
 struct start_sync {
@@ -527,6 +533,9 @@ static void *worker_main(void *arg)
 		if (atomic_load_explicit(&w->idle, memory_order_relaxed))
 			set_busy(w);
 		ura__actor_turn(w, a);
+		/* End of the pass: no cross-node message waits longer. */
+		if (w->outbox_dirty)
+			ura__outbox_flush_all(w);
 	}
 	ura__poller_fini(&w->poller);
 	return NULL;
