@@ -12,7 +12,11 @@
 
 #include "tap.h"
 
-#define HUNGRY_BOUND 50
+/* The seed's protocol has no fairness guarantee; measured worst waits are
+ * 11-27 periods on a quiet machine and 81 with the machine oversubscribed
+ * (timers late, so periods stretch). 200 still catches a philosopher that
+ * is starved for good, without failing on a loaded CI host. */
+#define HUNGRY_BOUND 200
 
 static void one_dinner(int n)
 {
