@@ -9,6 +9,7 @@
  * it returns -EDEADLK and leaves the system working.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "tap.h"
@@ -303,7 +304,51 @@ static void test_from_handler(void)
 	t_destroy(sys);
 }
 
-/* ---- 5. shutdown, then destroy ------------------------------------------ */
+/* ---- 5. destroy while actors are busy ----------------------------------- */
+
+/* Each busy actor keeps a message (with a string) in its own mailbox and
+ * sends more to a neighbour, so at destroy messages sit in mailboxes of
+ * actors that are running, queued, in the next slot or in the inject
+ * queue. */
+#define NBUSY 64
+static ura_ref g_busy[NBUSY];
+static _Atomic long g_busy_turns;
+static void busy_go(ura_ctx *cx, const ura_msg *m)
+{
+	int64_t i = ura_arg_i64(m, 0);
+	atomic_fetch_add_explicit(&g_busy_turns, 1, memory_order_relaxed);
+	ura_send(cx, ura_self(cx), A_GO, i, "self, with a string");
+	if ((i & 7) == 0)
+		ura_send(cx, g_busy[(i + 1) % NBUSY], A_GO, (i + 1) % NBUSY,
+			 "to a neighbour, with a longer string so it takes a bigger block");
+}
+URA_BEHAVIOR(busy_beh, URA_ON(A_GO, "is", busy_go));
+static const ura_class busy_class = {
+	.name = "busy", .state_size = sizeof(keeper), .initial = &busy_beh,
+	.init = keeper_init, .destroy = keeper_destroy,
+};
+
+static void test_busy(void)
+{
+	ura_system *sys = new_system(0);
+	reset_calls();
+	atomic_store(&g_busy_turns, 0);
+	for (int i = 0; i < NBUSY; i++)
+		t_must(ura_spawn(sys, &busy_class, NULL, &g_busy[i]));
+	for (int i = 0; i < NBUSY; i++)
+		t_must(ura_send(sys, g_busy[i], A_GO, i, "go"));
+	/* Not a timing check: wait until they are all going. */
+	while (atomic_load(&g_busy_turns) < 10 * NBUSY)
+		sched_yield();
+	t_rc(ura_system_await_for(sys, 0), -ETIMEDOUT, "busy: not quiescent");
+	t_rc(ura_system_destroy(sys), -EBUSY,
+	     "busy: destroy while actors keep themselves busy: -EBUSY (their queued messages)");
+	t_ok(calls_once(NBUSY, "busy"), "busy: every destroy callback ran exactly once");
+	t_eq(atomic_load(&g_bad_state), 0, "busy: each callback saw its own intact state");
+	t_ok(atomic_load(&g_warnings) > 0, "busy: the loss was logged at warn level");
+}
+
+/* ---- 6. shutdown, then destroy ------------------------------------------ */
 
 static void test_shutdown(void)
 {
@@ -328,6 +373,7 @@ int main(void)
 	test_paused();
 	test_stashed();
 	test_from_handler();
+	test_busy();
 	test_shutdown();
 	return t_done();
 }

@@ -37,7 +37,7 @@ static int await_guarded(ura_system *sys)
 		g_hung = 1;
 	return rc;
 }
-#define STALL_NS (30 * URA_SEC) /* producers give up on a sink stalled this long */
+#define STALL_NS (30 * URA_SEC) /* producers give up on a sink idle this long */
 
 /* ---- the sink --------------------------------------------------------- */
 
@@ -127,9 +127,18 @@ static void *producer_main(void *arg)
 	struct producer *p = arg;
 	for (int64_t seq = 0; seq < p->n; seq++) {
 		if (seq % CHUNK == 0 && too_far_ahead()) {
+			/* Wait while the sink makes progress; give up only if
+			 * it handles nothing at all for STALL_NS. */
 			uint64_t t0 = t_now_ns();
-			while (too_far_ahead() && t_now_ns() - t0 < STALL_NS)
+			long last = atomic_load_explicit(&g_handled, memory_order_relaxed);
+			while (too_far_ahead() && t_now_ns() - t0 < STALL_NS) {
+				long h = atomic_load_explicit(&g_handled, memory_order_relaxed);
+				if (h != last) {
+					last = h;
+					t0 = t_now_ns();
+				}
 				sched_yield();
+			}
 			if (too_far_ahead()) {
 				printf("# producer %lld: the sink stopped making progress\n",
 				       (long long)p->id);
