@@ -245,7 +245,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	a->rt = 0;
 	a->timers = NULL;
 	a->stopping = a->became = 0;
-	a->home_node = (uint16_t)node;
+	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
 	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
 			      memory_order_relaxed);
 	a->state_kind = URA__A_ALIVE;
@@ -372,8 +372,9 @@ static inline void post(ura_system *sys, struct ura__worker *w, unsigned home,
 			struct ura__actor *a, struct ura_msg *m)
 {
 	/* To another node: batched through this worker's outbox. */
-	if (w && a->home_node != home && sys->numa_batch) {
-		ura__outbox_add(w, a, m);
+	unsigned to_node = ura__home(a);
+	if (w && to_node != home && sys->numa_batch) {
+		ura__outbox_add(w, to_node, a, m);
 		return;
 	}
 	if (ura__mb_push(&a->mb, m))
@@ -538,7 +539,7 @@ URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 {
 	if (ura__unlikely(!cx))
 		return -EINVAL;
-	return send_msg(cx->sys, cx->w, cx->a->home_node, self_ref(cx->a), to, tag, vals, n,
+	return send_msg(cx->sys, cx->w, ura__home(cx->a), self_ref(cx->a), to, tag, vals, n,
 			URA__MK_PLAIN, 0);
 }
 
@@ -559,7 +560,7 @@ int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
 	if (w && !ura_ref_null(from)) {
 		struct ura__actor *fa = ura__slot_get(sys, ura__ref_idx(from));
 		if (fa)
-			home = fa->home_node; /* the sender holds its own token */
+			home = ura__home(fa); /* the sender holds its own token */
 	}
 	return send_msg(sys, w, home, from, to, tag, vals, n, URA__MK_PLAIN, 0);
 }
@@ -589,7 +590,7 @@ URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 	if (!m || ura_ref_null(m->from))
 		return -ESRCH;
 	int req = m->kind == URA__MK_REQUEST;
-	return send_msg(cx->sys, cx->w, cx->a->home_node, self_ref(cx->a), m->from, tag, vals, n,
+	return send_msg(cx->sys, cx->w, ura__home(cx->a), self_ref(cx->a), m->from, tag, vals, n,
 			req ? URA__MK_RESPONSE : URA__MK_PLAIN, req ? m->req : 0);
 }
 
@@ -606,7 +607,7 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 	uint32_t id = ++a->next_req;
 	if (!id)
 		id = ++a->next_req;
-	int rc = send_msg(cx->sys, cx->w, a->home_node, self_ref(a), to, tag, vals, n,
+	int rc = send_msg(cx->sys, cx->w, ura__home(a), self_ref(a), to, tag, vals, n,
 			  URA__MK_REQUEST, id);
 	if (rc < 0) {
 		ura__pool_put(pool_of(cx->w), p, sizeof *p);
@@ -637,9 +638,10 @@ static struct ura__actor *live_actor(ura_system *sys, ura_ref r)
 URA_API int ura_actor_node(ura_system *sys, ura_ref r)
 {
 	struct ura__actor *a = live_actor(sys, r);
-	/* home_node never changes during an incarnation; the generation
-	 * check above (acquire) orders us after spawn's write of it. */
-	return a ? (int)a->home_node : (sys ? -ESRCH : -EINVAL);
+	/* A racing stop and respawn of the slot may show the next
+	 * incarnation's node: the answer is as stale as any for an actor
+	 * that stops while we ask. */
+	return a ? (int)ura__home(a) : (sys ? -ESRCH : -EINVAL);
 }
 
 URA_API int ura_actor_worker(ura_system *sys, ura_ref r)

@@ -40,7 +40,11 @@ struct ura__actor {
 	uint8_t became;          /* become in this turn: re-deliver stash */
 	uint8_t inline_state;    /* state lives in `inl` */
 	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
-	uint16_t home_node;      /* the node it lives on (placement) */
+	/* The node it lives on (placement). Written at spawn by the token
+	 * holder, read by senders that do not hold the token (routing):
+	 * relaxed, since a read that races a respawn of the slot only
+	 * misroutes a message the generation check turns into a dead letter. */
+	_Atomic uint16_t home_node;
 	const ura_class *cls;
 	const ura_behavior *beh;
 	ura_value bound;
@@ -62,6 +66,11 @@ struct ura__atimers {
 	uint32_t n, cap;
 	int64_t h[];
 };
+
+static inline unsigned ura__home(struct ura__actor *a)
+{
+	return atomic_load_explicit(&a->home_node, memory_order_relaxed);
+}
 
 /* Slots come in chunks; chunk pointers never move. */
 #define URA__CHUNK_SHIFT 10

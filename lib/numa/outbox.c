@@ -51,9 +51,9 @@ static void flush(struct ura__worker *w, unsigned nd)
 	}
 }
 
-void ura__outbox_add(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m)
+void ura__outbox_add(struct ura__worker *w, unsigned nd, struct ura__actor *a,
+		     struct ura_msg *m)
 {
-	unsigned nd = a->home_node;
 	struct ura__outbox *o = &w->outbox[nd];
 	m->to_idx = a->idx;
 	atomic_store_explicit(&m->next, o->head, memory_order_relaxed);

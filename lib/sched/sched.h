@@ -185,7 +185,8 @@ int ura__timer_live(ura_system *sys, ura_timer h);
 int ura__timers_pending_work(struct ura__worker *w, uint64_t now);
 void ura__timers_service(struct ura__worker *w, uint64_t now);
 /* numa/outbox.c */
-void ura__outbox_add(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m);
+void ura__outbox_add(struct ura__worker *w, unsigned node, struct ura__actor *a,
+		     struct ura_msg *m);
 void ura__outbox_flush_all(struct ura__worker *w);
 int ura__inbox_drain(struct ura__worker *w);
 static inline int ura__inbox_ready(struct ura__worker *w)

@@ -155,9 +155,10 @@ static void wake_node(ura_system *sys, struct ura__worker *self, unsigned nd)
 
 /* Makes `a` runnable on its home node from a thread of another node, or
  * from a thread that is not a worker. */
-static void inject(ura_system *sys, struct ura__worker *self, struct ura__actor *a)
+static void inject(ura_system *sys, struct ura__worker *self, struct ura__actor *a,
+		   unsigned nd)
 {
-	struct ura__node *n = &sys->nodes[a->home_node];
+	struct ura__node *n = &sys->nodes[nd];
 	a->link = NULL;
 	pthread_mutex_lock(&n->inject_lock);
 	if (n->inject_tail)
@@ -167,7 +168,8 @@ static void inject(ura_system *sys, struct ura__worker *self, struct ura__actor 
 	n->inject_tail = a;
 	atomic_fetch_add_explicit(&n->inject_len, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&n->inject_lock);
-	wake_node(sys, self, a->home_node);
+	/* Not a->home_node: once queued, the actor is no longer ours to read. */
+	wake_node(sys, self, nd);
 }
 
 static struct ura__actor *inject_pop(struct ura__worker *w)
@@ -189,9 +191,10 @@ static struct ura__actor *inject_pop(struct ura__worker *w)
 
 void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 {
-	if (!w || w->node != a->home_node) {
+	unsigned home = ura__home(a); /* we hold its token: exact */
+	if (!w || w->node != home) {
 		/* Woken from another node: the actor goes home. */
-		inject(sys, w, a);
+		inject(sys, w, a, home);
 		return;
 	}
 	/* The woken actor runs next on this worker, where the message it got
