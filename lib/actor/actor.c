@@ -1000,17 +1000,16 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 {
 	uint64_t lost = 0;
 	struct ura_msg *m, *r;
-	(void)sys;
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		if (r != (struct ura_msg *)&a->stub)
-			ura__msg_free(NULL, r);
+			ura__arena_drop(&sys->arena, r, 1);
 		if (a->state_kind == URA__A_ALIVE && m->to_gen == own_gen(a))
 			lost++;
 	}
 	if (a->mb.tail != (struct ura_msg *)&a->stub) {
 		if (a->mb.tail->flags & URA__MF_STASH)
 			lost++;
-		ura__msg_free(NULL, a->mb.tail);
+		ura__arena_drop(&sys->arena, a->mb.tail, 1);
 		a->mb.tail = (struct ura_msg *)&a->stub;
 	}
 	if (a->state_kind == URA__A_ALIVE) {
@@ -1020,7 +1019,17 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		a->state = NULL;
 		a->state_kind = URA__A_FREE;
 	}
-	free_stash_and_pending(NULL, a, &lost);
+	for (struct ura_msg *m2 = a->stash, *n2; m2; m2 = n2) {
+		n2 = atomic_load_explicit(&m2->next, memory_order_relaxed);
+		ura__arena_drop(&sys->arena, m2, 1);
+		lost++;
+	}
+	a->stash = a->stash_tail = NULL;
+	for (struct ura__pending *p = a->pending, *n2; p; p = n2) {
+		n2 = p->next;
+		ura__arena_drop(&sys->arena, p, 0);
+	}
+	a->pending = NULL;
 	/* Pending timers themselves are freed (and counted) with the
 	 * workers' timer tables. */
 	free(a->timers);

@@ -43,10 +43,50 @@ struct ura_msg {
 #define URA__POOL_BIG 255
 #define URA__POOL_KEEP 4096 /* blocks a pool keeps per class before freeing */
 
+/*
+ * Node-local pools. Each worker carves its blocks from its own slice of
+ * one reservation (an arena), so a block's owner and size class follow
+ * from its address alone: no header, no lookup table. The worker touches
+ * its blocks first (and the slice is mbind'ed to its node on a real NUMA
+ * machine), so they live on its node. A block freed by another worker goes
+ * back to its owner in batches: one CAS per URA__POOL_RETURN blocks.
+ */
+#define URA__POOL_RETURN 32
+
+struct ura__arena {
+	char *base;
+	size_t per;            /* bytes per worker slice; power of two */
+	unsigned shift;        /* log2(per) */
+	unsigned n;            /* workers */
+	/* Per worker: blocks other workers gave back (a stack, via word 0). */
+	struct ura__arena_inbox { alignas(URA__CACHELINE) _Atomic(void *) head; } *inbox;
+};
+
+struct ura__pool_ret {
+	void *head, *tail;
+	unsigned n;
+};
+
 struct ura__pool {
 	void *free[URA__POOL_CLASSES];
 	uint32_t count[URA__POOL_CLASSES];
+	struct ura__arena *arena;   /* NULL: plain malloc blocks only */
+	unsigned owner;             /* this pool's worker */
+	char *bump[URA__POOL_CLASSES], *end[URA__POOL_CLASSES];
+	struct ura__pool_ret *ret;  /* per owner: blocks to give back */
+	unsigned ret_dirty;
 };
+
+int ura__arena_init(struct ura__arena *a, unsigned workers);
+void ura__arena_fini(struct ura__arena *a);
+/* Binds worker w's slice to a NUMA node (real topology only). */
+int ura__arena_bind(struct ura__arena *a, unsigned w, int node);
+int ura__pool_init(struct ura__pool *p, struct ura__arena *a, unsigned owner);
+/* Hands every partial return batch back to its owner. */
+void ura__pool_flush(struct ura__pool *p);
+/* At destroy, with the workers stopped: frees p unless it lives in the
+ * arena (which goes as a whole). is_msg: p is a struct ura_msg. */
+void ura__arena_drop(const struct ura__arena *a, void *p, int is_msg);
 
 /* Allocation works from any thread; `pool` is NULL off the workers. */
 struct ura_msg *ura__msg_alloc(struct ura__pool *pool, size_t size);

@@ -118,6 +118,7 @@ struct ura_system {
 
 	/* Actors scheduled by non-worker threads. */
 	struct ura__node *nodes;       /* nnodes, cache-aligned */
+	struct ura__arena arena;       /* the workers' pool slices */
 	unsigned nnodes;
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
 	uint64_t steal_remote_ns;      /* local victims empty this long first */

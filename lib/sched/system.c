@@ -142,6 +142,26 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 			goto fail_alloc;
 		}
 	}
+	/* Node-local pools: one reservation, a slice per worker, bound to
+	 * the worker's node where the topology is real. Without it (say an
+	 * address-space limit), pools fall back to malloc blocks. */
+	int arc = ura__arena_init(&sys->arena, workers);
+	if (arc < 0)
+		ura__log(sys, URA_LOG_WARN, "no pool arena (%s): message blocks come from malloc",
+			 ura_strerror(arc));
+	for (unsigned i = 0; i < workers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (ura__pool_init(&w->pool, sys->arena.base ? &sys->arena : NULL, i) < 0) {
+			rc = -ENOMEM;
+			goto fail_alloc;
+		}
+		if (sys->arena.base && !topo.simulated && sys->nnodes > 1) {
+			int brc = ura__arena_bind(&sys->arena, i, sys->nodes[w->node].id);
+			if (brc < 0)
+				ura__log(sys, URA_LOG_DEBUG, "mbind worker %u's pool: %s", i,
+					 ura_strerror(brc));
+		}
+	}
 	if (topo.simulated)
 		ura__log(sys, URA_LOG_INFO, "URA_TOPOLOGY: %u simulated node(s); "
 			 "pinning and memory binding are skipped", sys->nnodes);
@@ -181,6 +201,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	*out = sys;
 	return 0;
 fail_alloc:
+	if (sys->workers)
+		for (unsigned i = 0; i < workers; i++)
+			free(sys->workers[i].pool.ret);
+	ura__arena_fini(&sys->arena);
 	free(sys->workers);
 	free(sys->chunks);
 	free(sys->nodes);
@@ -290,7 +314,7 @@ URA_API int ura_system_destroy(ura_system *sys)
 		for (unsigned nd = 0; w->outbox && nd < sys->nnodes; nd++) {
 			for (struct ura_msg *m = w->outbox[nd].head, *nx; m; m = nx) {
 				nx = atomic_load_explicit(&m->next, memory_order_relaxed);
-				ura__msg_free(NULL, m);
+				ura__arena_drop(&sys->arena, m, 1);
 				lost++;
 			}
 		}
@@ -301,7 +325,7 @@ URA_API int ura_system_destroy(ura_system *sys)
 		struct ura_msg *m = atomic_load(&sys->nodes[k].inbox);
 		for (struct ura_msg *nx; m; m = nx) {
 			nx = atomic_load_explicit(&m->next, memory_order_relaxed);
-			ura__msg_free(NULL, m);
+			ura__arena_drop(&sys->arena, m, 1);
 			lost++;
 		}
 	}
@@ -311,6 +335,7 @@ URA_API int ura_system_destroy(ura_system *sys)
 		ura__pool_drain(&w->pool);
 		ura__poller_close(&w->poller);
 	}
+	ura__arena_fini(&sys->arena);
 	ura__signals_fini(sys);
 	int rc = 0;
 	if (lost) {

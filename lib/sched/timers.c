@@ -291,7 +291,7 @@ uint64_t ura__timers_fini(struct ura__worker *w)
 			struct ura__trec *r = &chunk[i];
 			uint32_t s = atomic_load(&r->state) & 3;
 			if (s != URA__T_FREE && r->msg) {
-				ura__msg_free(NULL, r->msg);
+				ura__arena_drop(&w->sys->arena, r->msg, 1);
 				pending++;
 			}
 		}

@@ -439,6 +439,9 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 		if (atomic_load_explicit(&sys->shutdown, memory_order_acquire))
 			return NULL;
+		/* Blocks of other workers' pools go home before we sleep. */
+		if (w->pool.ret_dirty)
+			ura__pool_flush(&w->pool);
 		worker_sleep(w);
 		if (internal_maybe(w) && internal_due(w, ura__now_ns()))
 			return NULL;
