@@ -148,8 +148,8 @@ static void slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor 
 
 /* ---- stop ----------------------------------------------------------- */
 
-static void free_stash_and_pending(struct ura__worker *w, struct ura__actor *a,
-				   uint64_t *lost)
+static void free_stash_and_pending(ura_system *sys, struct ura__worker *w,
+				   struct ura__actor *a, uint64_t *lost)
 {
 	for (struct ura_msg *m = a->stash, *n; m; m = n) {
 		n = atomic_load_explicit(&m->next, memory_order_relaxed);
@@ -159,6 +159,8 @@ static void free_stash_and_pending(struct ura__worker *w, struct ura__actor *a,
 	a->stash = a->stash_tail = NULL;
 	for (struct ura__pending *p = a->pending, *n; p; p = n) {
 		n = p->next;
+		if (p->timer)
+			ura__timer_cancel(sys, w, p->timer);
 		ura__pool_put(pool_of(w), p, sizeof *p);
 	}
 	a->pending = NULL;
@@ -183,7 +185,7 @@ static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		a->cls->destroy(a->state);
 	free(a->state);
 	a->state = NULL;
-	free_stash_and_pending(w, a, &lost);
+	free_stash_and_pending(sys, w, a, &lost);
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
 	 * so it is not counted as stopped either. */
@@ -594,11 +596,11 @@ URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 			req ? URA__MK_RESPONSE : URA__MK_PLAIN, req ? m->req : 0);
 }
 
-URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
-			 void *data, ura_atom tag, const ura_value *vals,
-			 unsigned n)
+URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
+			     ura_handler *cont, void *data, ura_atom tag,
+			     const ura_value *vals, unsigned n)
 {
-	if (!cx || !cont)
+	if (!cx || !cont || timeout_ns > URA_MAX_DELAY)
 		return -EINVAL;
 	struct ura__actor *a = cx->a;
 	struct ura__pending *p = ura__pool_get(pool_of(cx->w), sizeof *p);
@@ -607,9 +609,32 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 	uint32_t id = ++a->next_req;
 	if (!id)
 		id = ++a->next_req;
+	ura_timer tmo = 0;
+	if (timeout_ns) {
+		/* The deadline is a message to ourselves, armed before the
+		 * request leaves: if arming fails, nothing was sent. */
+		struct ura__actor *ta;
+		struct ura_msg *tm;
+		ura_ref self = self_ref(a);
+		int rc = make_msg(cx->sys, cx->w, self, self, URA_TIMEOUT, NULL, 0,
+				  URA__MK_REQ_TIMEOUT, id, &ta, &tm);
+		if (rc == 0) {
+			tmo = ura__timer_arm(cx->sys, cx->w, self, timeout_ns, tm);
+			if (tmo < 0) {
+				rc = (int)tmo;
+				ura__msg_free(pool_of(cx->w), tm);
+			}
+		}
+		if (rc < 0) {
+			ura__pool_put(pool_of(cx->w), p, sizeof *p);
+			return rc;
+		}
+	}
 	int rc = send_msg(cx->sys, cx->w, ura__home(a), self_ref(a), to, tag, vals, n,
 			  URA__MK_REQUEST, id);
 	if (rc < 0) {
+		if (tmo > 0)
+			ura__timer_cancel(cx->sys, cx->w, tmo);
 		ura__pool_put(pool_of(cx->w), p, sizeof *p);
 		return rc;
 	}
@@ -618,9 +643,17 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 	p->id = id;
 	p->cont = cont;
 	p->data = data;
+	p->timer = tmo;
 	p->next = a->pending;
 	a->pending = p;
 	return 0;
+}
+
+URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
+			 void *data, ura_atom tag, const ura_value *vals,
+			 unsigned n)
+{
+	return ura_requestv_for(cx, to, 0, cont, data, tag, vals, n);
 }
 
 URA_API void *ura_request_data(ura_ctx *cx) { return cx ? cx->req_data : NULL; }
@@ -810,7 +843,9 @@ static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 		a->beh->on_timeout(cx, m);
 		return 1;
 	}
-	if (ura__unlikely(m->kind == URA__MK_RESPONSE)) {
+	if (ura__unlikely(m->kind == URA__MK_RESPONSE || m->kind == URA__MK_REQ_TIMEOUT)) {
+		/* Whichever comes first, the reply or its deadline, runs the
+		 * continuation; the other finds no pending request. */
 		for (struct ura__pending **pp = &a->pending; *pp; pp = &(*pp)->next) {
 			struct ura__pending *p = *pp;
 			if (p->id != m->req)
@@ -818,10 +853,14 @@ static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 			*pp = p->next;
 			cx->req_data = p->data;
 			ura_handler *cont = p->cont;
+			if (p->timer && m->kind == URA__MK_RESPONSE)
+				ura__timer_cancel(cx->sys, cx->w, p->timer);
 			ura__pool_put(&cx->w->pool, p, sizeof *p);
 			cont(cx, m);
 			return 1;
 		}
+		if (m->kind == URA__MK_REQ_TIMEOUT)
+			return 0; /* the reply won; its deadline lost the race */
 		ura__inc(&cx->w->st.unmatched);
 		if (cx->sys->trace_unmatched)
 			trace_unmatched(cx, m, "reply to no pending request dropped");

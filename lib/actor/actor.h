@@ -18,6 +18,7 @@ struct ura__pending {
 	struct ura__pending *next;
 	ura_handler *cont;
 	void *data;
+	int64_t timer;  /* the reply's deadline (ura_timer), 0 if none */
 	uint32_t id;
 };
 

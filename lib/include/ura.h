@@ -491,6 +491,13 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 			 void *data, ura_atom tag, const ura_value *vals,
 			 unsigned n);
 URA_API void *ura_request_data(ura_ctx *cx);
+/* Same, with a deadline for the reply: if none came within timeout_ns,
+ * `cont` runs once with a message tagged URA_TIMEOUT (no values) instead,
+ * and a reply arriving later is dropped. 0: no deadline. -EINVAL over
+ * URA_MAX_DELAY. */
+URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
+			     ura_handler *cont, void *data, ura_atom tag,
+			     const ura_value *vals, unsigned n);
 
 /* ------------------------------------------------------------------------ */
 /* Time: delayed sends and their cancellation.
@@ -641,6 +648,8 @@ URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
 #define ura_reply(cx, ...) ura_replyv((cx), URA__TV(__VA_ARGS__))
 #define ura_request(cx, to, cont, data, ...)                               \
 	ura_requestv((cx), (to), (cont), (data), URA__TV(__VA_ARGS__))
+#define ura_request_for(cx, to, timeout, cont, data, ...)                  \
+	ura_requestv_for((cx), (to), (timeout), (cont), (data), URA__TV(__VA_ARGS__))
 /* ura_spawn(x, &cls, arg, &ref): variadic only so that a compound literal
  * argument with commas, &(point){ 1, 2 }, passes through the macro. */
 #define ura_spawn(x, cls, ...) _Generic((x),                               \

@@ -14,6 +14,7 @@ enum {
 	URA__MK_REQUEST = 1,  /* carries req; the reply becomes a RESPONSE */
 	URA__MK_RESPONSE = 2, /* routed to the requester's continuation */
 	URA__MK_TIMEOUT = 3,  /* receive timeout; req = the actor's rt_seq */
+	URA__MK_REQ_TIMEOUT = 4, /* a request's reply is late; req = its id */
 };
 
 enum {
