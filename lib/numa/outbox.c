@@ -43,11 +43,7 @@ static void flush(struct ura__worker *w, unsigned nd)
 			if (!atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
 				return; /* awake: it will see the inbox */
 		}
-		struct ura__worker *v = &sys->workers[n->first];
-		if (!atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel)) {
-			ura__poller_wake_from(&w->poller, &v->poller);
-			ura__inc(&w->st.wakeups);
-		}
+		ura__wake(w, &sys->workers[n->first]);
 	}
 }
 

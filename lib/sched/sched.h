@@ -162,6 +162,9 @@ extern _Thread_local struct ura__worker *ura__current_worker;
 /* Makes a newly woken actor runnable: on worker w (the caller's, which
  * runs it next) or, with w NULL, through the inject queue. */
 void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+/* Wakes v if it is asleep (one wake per sleep); self: the waking worker,
+ * NULL off the workers. True if v sleeps (and is, or was, woken). */
+int ura__wake(struct ura__worker *self, struct ura__worker *v);
 /* Puts an actor that used up its turn at the back of w's run queue. */
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
 int ura__workers_start(ura_system *sys);

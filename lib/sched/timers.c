@@ -113,20 +113,6 @@ static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
 		T->next_due = due;
 }
 
-/* Wakes worker v if it sleeps, after something was pushed to its stacks.
- * seq_cst: the push (a seq_cst RMW) and this load pair with the sleeper's
- * store to `sleeping` and its later look at the stacks (Dekker). */
-static void poke(struct ura__worker *self, struct ura__worker *v)
-{
-	if (!atomic_load_explicit(&v->sleeping, memory_order_seq_cst) ||
-	    atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
-		return;
-	if (self)
-		ura__poller_wake_from(&self->poller, &v->poller);
-	else
-		ura__poller_wake(&v->poller);
-}
-
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
 {
 	struct ura__trec *old = atomic_load_explicit(top, memory_order_relaxed);
@@ -167,7 +153,10 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 		atomic_fetch_add_explicit(&sys->ext_sent, 1, memory_order_seq_cst);
 		atomic_fetch_add_explicit(&sys->ext_timers_armed, 1, memory_order_relaxed);
 		push_stack(&T->inbox, r, 0);
-		poke(NULL, owner);
+		/* seq_cst push, then ura__wake's seq_cst look at `sleeping`:
+		 * pairs with the sleeper's store to it and its later look at
+		 * the stacks (Dekker). */
+		ura__wake(NULL, owner);
 	}
 	return h;
 }
@@ -210,7 +199,7 @@ int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
 	}
 	/* Not ours, or still in the arm inbox: the owner finishes it. */
 	push_stack(&owner->tm.cancels, r, 1);
-	poke(self, owner);
+	ura__wake(self, owner); /* as for the arm inbox */
 	return 0;
 }
 

@@ -74,25 +74,32 @@ static inline struct ura__actor *rq_pop(struct ura__runq *q)
 
 /* ---- waking --------------------------------------------------------- */
 
-static void wake_one(ura_system *sys, struct ura__worker *self)
+int ura__wake(struct ura__worker *self, struct ura__worker *v)
 {
-	unsigned n = sys->nworkers;
-	unsigned start = self ? self->id + 1 : 0;
-	for (unsigned i = 0; i < n; i++) {
-		struct ura__worker *v = &sys->workers[(start + i) % n];
-		if (v == self || !atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
-			continue;
-		/* One wake per sleep: the sleeper clears wake_pending when it
-		 * gets up. */
-		if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
+	if (!atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
+		return 0;
+	/* One wake per sleep: the sleeper clears wake_pending when it gets
+	 * up, so a second waker finds it set and leaves it to the first. */
+	if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
+		return 1;
+	if (self) {
+		ura__poller_wake_from(&self->poller, &v->poller);
+		ura__inc(&self->st.wakeups);
+	} else {
+		ura__poller_wake(&v->poller);
+	}
+	return 1;
+}
+
+/* Wakes the first sleeper among workers [first, first + count), looking
+ * from `start` on (the waker's neighbours first: same node, warm caches). */
+static void wake_among(ura_system *sys, struct ura__worker *self, unsigned first,
+		       unsigned count, unsigned start)
+{
+	for (unsigned i = 0; i < count; i++) {
+		struct ura__worker *v = &sys->workers[first + (start + i) % count];
+		if (v != self && ura__wake(self, v))
 			return;
-		if (self) {
-			ura__poller_wake_from(&self->poller, &v->poller);
-			ura__inc(&self->st.wakeups);
-		} else {
-			ura__poller_wake(&v->poller);
-		}
-		return;
 	}
 }
 
@@ -109,7 +116,7 @@ static inline void maybe_wake(ura_system *sys, struct ura__worker *self)
 	 * would pay a wake (tens of us on a VM) for nothing. */
 	if (atomic_load_explicit(&sys->nspinning, memory_order_relaxed))
 		return;
-	wake_one(sys, self);
+	wake_among(sys, self, 0, sys->nworkers, self ? self->id + 1 : 0);
 }
 
 /* ---- scheduling ----------------------------------------------------- */
@@ -133,24 +140,10 @@ static void push_local(struct ura__worker *w, struct ura__actor *a)
 /* Wakes one sleeping worker of node `nd` (none if one of them spins). */
 static void wake_node(ura_system *sys, struct ura__worker *self, unsigned nd)
 {
-	ura__fence_seq_cst(); /* pairs with worker_sleep's fence, as in maybe_wake */
+	ura__fence_seq_cst(); /* pairs with worker_sleep's fence (see maybe_wake) */
 	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
 		return;
-	struct ura__node *n = &sys->nodes[nd];
-	for (unsigned i = 0; i < n->count; i++) {
-		struct ura__worker *v = &sys->workers[n->first + i];
-		if (v == self || !atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
-			continue;
-		if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
-			return;
-		if (self) {
-			ura__poller_wake_from(&self->poller, &v->poller);
-			ura__inc(&self->st.wakeups);
-		} else {
-			ura__poller_wake(&v->poller);
-		}
-		return;
-	}
+	wake_among(sys, self, sys->nodes[nd].first, sys->nodes[nd].count, 0);
 }
 
 /* Makes `a` runnable on its home node from a thread of another node, or
