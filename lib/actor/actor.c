@@ -387,8 +387,8 @@ static int send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
 		    ura_ref from, ura_ref to, ura_atom tag, const ura_value *vals,
 		    unsigned n, uint8_t kind, uint32_t req)
 {
-	struct ura__actor *a;
-	struct ura_msg *m;
+	struct ura__actor *a = NULL;
+	struct ura_msg *m = NULL;
 	int rc = make_msg(sys, w, from, to, tag, vals, n, kind, req, &a, &m);
 	if (ura__unlikely(rc < 0))
 		return rc;
@@ -470,8 +470,8 @@ static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *
 	if (!b || !b->timeout_ns || !b->on_timeout || a->stopping)
 		return;
 	ura_ref self = self_ref(a);
-	struct ura__actor *ta;
-	struct ura_msg *m;
+	struct ura__actor *ta = NULL;
+	struct ura_msg *m = NULL;
 	uint32_t seq = ++a->rt_seq;
 	uint64_t delay = b->timeout_ns > URA_MAX_DELAY ? URA_MAX_DELAY : b->timeout_ns;
 	if (make_msg(sys, w, self, self, URA_TIMEOUT, NULL, 0, URA__MK_TIMEOUT, seq,
@@ -494,8 +494,8 @@ static ura_timer send_after(ura_system *sys, struct ura__worker *w,
 {
 	if (delay > URA_MAX_DELAY)
 		return -EINVAL;
-	struct ura__actor *a;
-	struct ura_msg *m;
+	struct ura__actor *a = NULL;
+	struct ura_msg *m = NULL;
 	int rc = make_msg(sys, w, from, to, tag, vals, n, URA__MK_PLAIN, 0, &a, &m);
 	if (rc < 0)
 		return rc;
@@ -613,8 +613,8 @@ URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
 	if (timeout_ns) {
 		/* The deadline is a message to ourselves, armed before the
 		 * request leaves: if arming fails, nothing was sent. */
-		struct ura__actor *ta;
-		struct ura_msg *tm;
+		struct ura__actor *ta = NULL;
+		struct ura_msg *tm = NULL;
 		ura_ref self = self_ref(a);
 		int rc = make_msg(cx->sys, cx->w, self, self, URA_TIMEOUT, NULL, 0,
 				  URA__MK_REQ_TIMEOUT, id, &ta, &tm);
