@@ -397,7 +397,7 @@ static int send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
 	if (w)
 		ura__inc(&w->st.sent);
 	else
-		atomic_fetch_add_explicit(&sys->ext_sent, 1, memory_order_seq_cst);
+		ura__ext_sent_inc(sys);
 	post(sys, w, home, a, m);
 	return 0;
 }

@@ -22,6 +22,8 @@ struct ura__runq {
 	_Atomic(struct ura__actor *) buf[URA__RQ_SIZE];
 };
 
+#define URA__EXT_SHARDS 16
+
 /* A NUMA node: its workers are sys->workers[first .. first + count). */
 struct ura__node {
 	/* Actors made runnable here by threads of other nodes, or by threads
@@ -112,7 +114,10 @@ struct ura_system {
 	_Atomic int nspinning;         /* workers spinning for work */
 
 	/* Sends and spawns from non-worker threads (quiescence counters). */
-	alignas(URA__CACHELINE) _Atomic uint64_t ext_sent;
+	/* Sharded by sending thread: one shared counter cost a contended
+	 * locked add per send with 20 sender threads (bench/mailbox). */
+	struct ura__ext_shard { alignas(URA__CACHELINE) _Atomic uint64_t sent; }
+		ext_sent[URA__EXT_SHARDS];
 	_Atomic uint64_t ext_spawned;
 	_Atomic uint64_t ext_stopped;
 
@@ -154,6 +159,10 @@ struct ura_system {
 	struct ura_group *groups;
 	uint64_t group_ids;
 };
+
+/* Counts a send from a thread that is not a worker (before the push). */
+void ura__ext_sent_inc(ura_system *sys);
+uint64_t ura__ext_sent_sum(ura_system *sys);
 
 /* The worker running on this thread, if any (for -EDEADLK checks). */
 extern _Thread_local struct ura__worker *ura__current_worker;

@@ -403,7 +403,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 	out->timers_pending = out->timers_armed > done ? out->timers_armed - done : 0;
 	out->spawned += atomic_load_explicit(&sys->ext_spawned, memory_order_relaxed);
 	out->stopped += atomic_load_explicit(&sys->ext_stopped, memory_order_relaxed);
-	out->sent += atomic_load_explicit(&sys->ext_sent, memory_order_relaxed);
+	out->sent += ura__ext_sent_sum(sys);
 	out->live = out->spawned - out->stopped;
 	return 0;
 }

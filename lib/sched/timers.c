@@ -150,7 +150,7 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 		wheel_add(T, r);
 	} else {
 		/* Count before the owner can see it (quiescence). */
-		atomic_fetch_add_explicit(&sys->ext_sent, 1, memory_order_seq_cst);
+		ura__ext_sent_inc(sys);
 		atomic_fetch_add_explicit(&sys->ext_timers_armed, 1, memory_order_relaxed);
 		push_stack(&T->inbox, r, 0);
 		/* seq_cst push, then ura__wake's seq_cst look at `sleeping`:

@@ -321,6 +321,26 @@ static inline int internal_due(struct ura__worker *w, uint64_t now)
 
 /* ---- quiescence ----------------------------------------------------- */
 
+void ura__ext_sent_inc(ura_system *sys)
+{
+	static _Atomic unsigned next_shard;
+	static _Thread_local unsigned shard = UINT32_MAX;
+	if (shard == UINT32_MAX)
+		shard = atomic_fetch_add_explicit(&next_shard, 1, memory_order_relaxed) %
+			URA__EXT_SHARDS;
+	/* seq_cst: the count must be visible before the push it precedes,
+	 * to whoever sums the shards after reading the receive counters. */
+	atomic_fetch_add_explicit(&sys->ext_sent[shard].sent, 1, memory_order_seq_cst);
+}
+
+uint64_t ura__ext_sent_sum(ura_system *sys)
+{
+	uint64_t n = 0;
+	for (unsigned i = 0; i < URA__EXT_SHARDS; i++)
+		n += atomic_load_explicit(&sys->ext_sent[i].sent, memory_order_seq_cst);
+	return n;
+}
+
 /*
  * True when, at one instant, every worker was idle and every message sent
  * had been taken from a mailbox. Counters only change while a worker is
@@ -346,7 +366,7 @@ int ura__quiescent(ura_system *sys)
 		recv += ura__ld(&sys->workers[i].st.received);
 	for (unsigned i = 0; i < n; i++)
 		sent += ura__ld(&sys->workers[i].st.sent);
-	sent += atomic_load_explicit(&sys->ext_sent, memory_order_seq_cst);
+	sent += ura__ext_sent_sum(sys);
 	for (unsigned i = 0; i < n; i++) {
 		struct ura__worker *w = &sys->workers[i];
 		if (!atomic_load_explicit(&w->idle, memory_order_seq_cst))
