@@ -210,3 +210,17 @@ int ura__topo_discover(struct ura__topo *t, char *err, size_t errlen)
 	free(raw);
 	return 0;
 }
+
+int ura__topo_mem_allowed(int node)
+{
+	if (numa_available() < 0)
+		return 1;
+	/* A node whose CPUs we may use but whose memory our cpuset forbids:
+	 * binding there would fail, so its workers keep first-touch memory. */
+	struct bitmask *m = numa_get_mems_allowed();
+	if (!m)
+		return 1;
+	int ok = node >= 0 && (unsigned)node < m->size && numa_bitmask_isbitset(m, (unsigned)node);
+	numa_bitmask_free(m);
+	return ok;
+}

@@ -25,5 +25,8 @@ int ura__topo_discover(struct ura__topo *t, char *err, size_t errlen);
 /* Parses a URA_TOPOLOGY string into t (exposed for tests). */
 int ura__topo_parse(const char *spec, struct ura__topo *t, char *err, size_t errlen);
 void ura__topo_free(struct ura__topo *t);
+/* May this process allocate memory on kernel node `node` (cpuset
+ * mems_allowed)? True when libnuma cannot tell. */
+int ura__topo_mem_allowed(int node);
 
 #endif

@@ -155,7 +155,8 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 			rc = -ENOMEM;
 			goto fail_alloc;
 		}
-		if (sys->arena.base && !topo.simulated && sys->nnodes > 1) {
+		if (sys->arena.base && !topo.simulated && sys->nnodes > 1 &&
+		    ura__topo_mem_allowed(sys->nodes[w->node].id)) {
 			int brc = ura__arena_bind(&sys->arena, i, sys->nodes[w->node].id);
 			if (brc < 0)
 				ura__log(sys, URA_LOG_DEBUG, "mbind worker %u's pool: %s", i,
