@@ -31,6 +31,22 @@ static inline struct ura__worker *thread_worker(ura_system *sys)
 	return w && w->sys == sys ? w : NULL;
 }
 
+/* The actor's side record, allocated on first use (NULL: no memory). */
+static struct ura__actor_x *ax(struct ura__actor *a)
+{
+	if (!a->x)
+		a->x = calloc(1, sizeof *a->x);
+	return a->x;
+}
+
+static void free_state(struct ura__actor *a)
+{
+	if (!a->inline_state)
+		free(a->state);
+	a->state = NULL;
+	a->inline_state = 0;
+}
+
 static inline uint32_t own_gen(struct ura__actor *a)
 {
 	/* The token holder is the only writer, so relaxed is exact. */
@@ -151,19 +167,22 @@ static void slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor 
 static void free_stash_and_pending(ura_system *sys, struct ura__worker *w,
 				   struct ura__actor *a, uint64_t *lost)
 {
-	for (struct ura_msg *m = a->stash, *n; m; m = n) {
+	struct ura__actor_x *x = a->x;
+	if (!x)
+		return;
+	for (struct ura_msg *m = x->stash, *n; m; m = n) {
 		n = atomic_load_explicit(&m->next, memory_order_relaxed);
 		ura__msg_free(pool_of(w), m);
 		++*lost;
 	}
-	a->stash = a->stash_tail = NULL;
-	for (struct ura__pending *p = a->pending, *n; p; p = n) {
+	x->stash = x->stash_tail = NULL;
+	for (struct ura__pending *p = x->pending, *n; p; p = n) {
 		n = p->next;
 		if (p->timer)
 			ura__timer_cancel(sys, w, p->timer);
 		ura__pool_put(pool_of(w), p, sizeof *p);
 	}
-	a->pending = NULL;
+	x->pending = NULL;
 }
 
 static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
@@ -183,9 +202,10 @@ static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 	cancel_actor_timers(sys, w, a);
 	if (call_destroy && a->cls->destroy)
 		a->cls->destroy(a->state);
-	free(a->state);
-	a->state = NULL;
+	free_state(a);
 	free_stash_and_pending(sys, w, a, &lost);
+	free(a->x);
+	a->x = NULL;
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
 	 * so it is not counted as stopped either. */
@@ -228,7 +248,13 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	if (!a)
 		return -ENOMEM;
 	void *state = NULL;
-	if (cls->state_size) {
+	free(a->x); /* a stopped incarnation freed it; a fresh slot has none */
+	a->x = NULL;
+	a->inline_state = cls->state_size <= sizeof a->inl;
+	if (a->inline_state) {
+		memset(a->inl, 0, sizeof a->inl);
+		state = cls->state_size ? a->inl : NULL;
+	} else {
 		state = calloc(1, cls->state_size);
 		if (!state) {
 			slot_free(sys, w, a);
@@ -239,13 +265,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	}
 	a->cls = cls;
 	a->beh = cls->initial;
-	memset(&a->bound, 0, sizeof a->bound);
 	a->state = state;
-	a->stash = a->stash_tail = NULL;
-	a->pending = NULL;
-	a->next_req = 0;
-	a->rt = 0;
-	a->timers = NULL;
 	a->stopping = a->became = 0;
 	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
 	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
@@ -420,8 +440,10 @@ void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 
 static void track_timer(struct ura_ctx *cx, ura_timer h)
 {
-	struct ura__actor *a = cx->a;
-	struct ura__atimers *t = a->timers;
+	struct ura__actor_x *x = ax(cx->a);
+	if (!x)
+		return; /* it still fires; it just won't be cancelled at stop */
+	struct ura__atimers *t = x->timers;
 	if (t && t->n == t->cap) {
 		/* Full: drop the handles of timers that already fired. */
 		uint32_t k = 0;
@@ -438,7 +460,7 @@ static void track_timer(struct ura_ctx *cx, ura_timer h)
 		if (!t)
 			nt->n = 0;
 		nt->cap = cap;
-		a->timers = t = nt;
+		x->timers = t = nt;
 	}
 	t->h[t->n++] = h;
 }
@@ -446,33 +468,42 @@ static void track_timer(struct ura_ctx *cx, ura_timer h)
 static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
 				struct ura__actor *a)
 {
-	if (a->rt) {
-		ura__timer_cancel(sys, w, a->rt);
-		a->rt = 0;
+	struct ura__actor_x *x = a->x;
+	if (!x)
+		return;
+	if (x->rt) {
+		ura__timer_cancel(sys, w, x->rt);
+		x->rt = 0;
 	}
-	struct ura__atimers *t = a->timers;
+	struct ura__atimers *t = x->timers;
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < t->n; i++)
 		ura__timer_cancel(sys, w, t->h[i]); /* -ENOENT: already fired */
 	free(t);
-	a->timers = NULL;
+	x->timers = NULL;
 }
 
 /* (Re)arms the receive timeout of a's current behavior. */
 static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 {
-	if (a->rt) {
-		ura__timer_cancel(sys, w, a->rt);
-		a->rt = 0;
+	if (a->x && a->x->rt) {
+		ura__timer_cancel(sys, w, a->x->rt);
+		a->x->rt = 0;
 	}
 	const ura_behavior *b = a->beh;
 	if (!b || !b->timeout_ns || !b->on_timeout || a->stopping)
 		return;
+	struct ura__actor_x *x = ax(a);
+	if (!x) {
+		ura__log(sys, URA_LOG_ERROR, "actor %s: receive timeout not armed: %s",
+			 a->cls->name, ura_strerror(-ENOMEM));
+		return;
+	}
 	ura_ref self = self_ref(a);
 	struct ura__actor *ta = NULL;
 	struct ura_msg *m = NULL;
-	uint32_t seq = ++a->rt_seq;
+	uint32_t seq = ++x->rt_seq;
 	uint64_t delay = b->timeout_ns > URA_MAX_DELAY ? URA_MAX_DELAY : b->timeout_ns;
 	if (make_msg(sys, w, self, self, URA_TIMEOUT, NULL, 0, URA__MK_TIMEOUT, seq,
 		     &ta, &m) < 0)
@@ -484,7 +515,7 @@ static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *
 			 a->cls->name, ura_strerror((int)h));
 		return;
 	}
-	a->rt = h;
+	x->rt = h;
 }
 
 static ura_timer send_after(ura_system *sys, struct ura__worker *w,
@@ -603,12 +634,13 @@ URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
 	if (!cx || !cont || timeout_ns > URA_MAX_DELAY)
 		return -EINVAL;
 	struct ura__actor *a = cx->a;
-	struct ura__pending *p = ura__pool_get(pool_of(cx->w), sizeof *p);
+	struct ura__actor_x *x = ax(a);
+	struct ura__pending *p = x ? ura__pool_get(pool_of(cx->w), sizeof *p) : NULL;
 	if (!p)
 		return -ENOMEM;
-	uint32_t id = ++a->next_req;
+	uint32_t id = ++x->next_req;
 	if (!id)
-		id = ++a->next_req;
+		id = ++x->next_req;
 	ura_timer tmo = 0;
 	if (timeout_ns) {
 		/* The deadline is a message to ourselves, armed before the
@@ -644,8 +676,8 @@ URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
 	p->cont = cont;
 	p->data = data;
 	p->timer = tmo;
-	p->next = a->pending;
-	a->pending = p;
+	p->next = x->pending;
+	x->pending = p;
 	return 0;
 }
 
@@ -716,15 +748,25 @@ URA_API ura_value ura_bound(ura_ctx *cx)
 		memset(&z, 0, sizeof z);
 		return z;
 	}
-	return cx->a->bound;
+	if (!cx->a->x) {
+		ura_value z;
+		memset(&z, 0, sizeof z);
+		return z;
+	}
+	return cx->a->x->bound;
 }
 
 URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
 {
 	if (!cx || !b)
 		return -EINVAL;
+	if (bound.type || cx->a->x) {
+		struct ura__actor_x *x = ax(cx->a);
+		if (!x)
+			return -ENOMEM;
+		x->bound = bound;
+	}
 	cx->a->beh = b;
-	cx->a->bound = bound;
 	cx->a->became = 1;
 	return 0;
 }
@@ -807,14 +849,19 @@ static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
 	return 0;
 }
 
-static void stash_append(struct ura__actor *a, struct ura_msg *m)
+/* Returns 0, or -ENOMEM (no side record): then the caller drops m. */
+static int stash_append(struct ura__actor *a, struct ura_msg *m)
 {
+	struct ura__actor_x *x = ax(a);
+	if (!x)
+		return -ENOMEM;
 	atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
-	if (a->stash_tail)
-		atomic_store_explicit(&a->stash_tail->next, m, memory_order_relaxed);
+	if (x->stash_tail)
+		atomic_store_explicit(&x->stash_tail->next, m, memory_order_relaxed);
 	else
-		a->stash = m;
-	a->stash_tail = m;
+		x->stash = m;
+	x->stash_tail = m;
+	return 0;
 }
 
 /* A node stopped being the mailbox tail: free it, or stash it. */
@@ -822,10 +869,10 @@ static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ur
 {
 	if (r == (struct ura_msg *)&a->stub)
 		return;
-	if ((r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE)
-		stash_append(a, r);
-	else
-		ura__msg_free(&w->pool, r);
+	if ((r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE &&
+	    stash_append(a, r) == 0)
+		return;
+	ura__msg_free(&w->pool, r);
 }
 
 /* Returns true when a handler ran (which re-arms the receive timeout). */
@@ -837,16 +884,17 @@ static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 	if (ura__unlikely(m->kind == URA__MK_TIMEOUT)) {
 		/* Only the latest arming counts: an older one raced a match
 		 * or a become and lost. */
-		if (m->req != a->rt_seq || !a->rt || !a->beh->on_timeout)
+		if (!a->x || m->req != a->x->rt_seq || !a->x->rt || !a->beh->on_timeout)
 			return 0;
-		a->rt = 0;
+		a->x->rt = 0;
 		a->beh->on_timeout(cx, m);
 		return 1;
 	}
 	if (ura__unlikely(m->kind == URA__MK_RESPONSE || m->kind == URA__MK_REQ_TIMEOUT)) {
 		/* Whichever comes first, the reply or its deadline, runs the
 		 * continuation; the other finds no pending request. */
-		for (struct ura__pending **pp = &a->pending; *pp; pp = &(*pp)->next) {
+		for (struct ura__pending **pp = a->x ? &a->x->pending : NULL; pp && *pp;
+		     pp = &(*pp)->next) {
 			struct ura__pending *p = *pp;
 			if (p->id != m->req)
 				continue;
@@ -873,10 +921,10 @@ static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 static void redeliver_stash(struct ura_ctx *cx)
 {
 	struct ura__actor *a = cx->a;
-	while (a->became && a->stash && !a->stopping) {
+	while (a->became && a->x && a->x->stash && !a->stopping) {
 		a->became = 0;
-		struct ura_msg *list = a->stash;
-		a->stash = a->stash_tail = NULL;
+		struct ura_msg *list = a->x->stash;
+		a->x->stash = a->x->stash_tail = NULL;
 		while (list) {
 			struct ura_msg *m = list;
 			list = atomic_load_explicit(&m->next, memory_order_relaxed);
@@ -942,7 +990,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 				break;
 			continue;
 		}
-		if ((matched || became) && (a->rt || a->beh->timeout_ns))
+		if ((matched || became) && ((a->x && a->x->rt) || a->beh->timeout_ns))
 			rt_rearm(sys, w, a);
 		if ((uintptr_t)m == entry || ++n >= sys->batch)
 			break;
@@ -1054,25 +1102,25 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 	if (a->state_kind == URA__A_ALIVE) {
 		if (a->cls->destroy)
 			a->cls->destroy(a->state);
-		free(a->state);
-		a->state = NULL;
+		free_state(a);
 		a->state_kind = URA__A_FREE;
 	}
-	for (struct ura_msg *m2 = a->stash, *n2; m2; m2 = n2) {
-		n2 = atomic_load_explicit(&m2->next, memory_order_relaxed);
-		ura__arena_drop(&sys->arena, m2, 1);
-		lost++;
+	struct ura__actor_x *x = a->x;
+	if (x) {
+		for (struct ura_msg *m2 = x->stash, *n2; m2; m2 = n2) {
+			n2 = atomic_load_explicit(&m2->next, memory_order_relaxed);
+			ura__arena_drop(&sys->arena, m2, 1);
+			lost++;
+		}
+		for (struct ura__pending *p = x->pending, *n2; p; p = n2) {
+			n2 = p->next;
+			ura__arena_drop(&sys->arena, p, 0);
+		}
+		/* Pending timers themselves are freed (and counted) with the
+		 * workers' timer tables. */
+		free(x->timers);
+		free(x);
+		a->x = NULL;
 	}
-	a->stash = a->stash_tail = NULL;
-	for (struct ura__pending *p = a->pending, *n2; p; p = n2) {
-		n2 = p->next;
-		ura__arena_drop(&sys->arena, p, 0);
-	}
-	a->pending = NULL;
-	/* Pending timers themselves are freed (and counted) with the
-	 * workers' timer tables. */
-	free(a->timers);
-	a->timers = NULL;
-	a->rt = 0;
 	return lost;
 }

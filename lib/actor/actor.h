@@ -9,6 +9,8 @@
 #ifndef URA_ACTOR_H
 #define URA_ACTOR_H
 
+#include <stddef.h>
+
 #include "actor/mailbox.h"
 
 struct ura__worker;
@@ -47,19 +49,30 @@ struct ura__actor {
 	 * misroutes a message the generation check turns into a dead letter. */
 	_Atomic uint16_t home_node;
 	const ura_class *cls;
+	/* States up to this size live here: no second allocation, and an
+	 * idle actor with a small state fits in two cache lines. Aligned as
+	 * malloc aligns (max_align_t), so any state type fits. */
+	_Alignas(16) unsigned char inl[40];
 	const ura_behavior *beh;
-	ura_value bound;
-	void *state;
+	void *state;                 /* `inl`, or a heap block for big states */
 	struct ura__actor *link;     /* run-queue overflow or inject queue */
 	struct ura__actor *free_link; /* free-slot list (a separate link: a
 	                                 free slot can still be scheduled by
 	                                 a stale send, see ura__actor_turn) */
+	struct ura__actor_x *x;      /* what few actors use; NULL until then */
+};
+
+/* The parts of an actor most never use (bound values, stash, requests,
+ * timers), allocated on first use and freed when it stops: the slot stays
+ * at 128 bytes (bench/actor_creation's bytes per idle actor). */
+struct ura__actor_x {
+	ura_value bound;
 	struct ura_msg *stash, *stash_tail; /* stashed messages, oldest first */
-	struct ura__pending *pending;
+	struct ura__pending *pending;       /* requests awaiting replies */
+	struct ura__atimers *timers;        /* delayed sends it armed */
+	int64_t rt;                         /* pending receive timeout, or 0 */
 	uint32_t next_req;
-	uint32_t rt_seq;             /* receive-timeout generation */
-	int64_t rt;                  /* pending receive timeout, 0 if none */
-	struct ura__atimers *timers; /* delayed sends this incarnation armed */
+	uint32_t rt_seq;                    /* receive-timeout generation */
 };
 
 /* Handles of an actor's delayed sends, cancelled when it stops. */
@@ -67,6 +80,9 @@ struct ura__atimers {
 	uint32_t n, cap;
 	int64_t h[];
 };
+
+_Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
+_Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");
 
 static inline unsigned ura__home(struct ura__actor *a)
 {
