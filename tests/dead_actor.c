@@ -24,18 +24,6 @@
 
 static uint32_t ref_idx(ura_ref r) { return (uint32_t)r.id; } /* see ura_ref */
 
-/* Hang guard (not a timing check): a hung await fails instead of hanging
- * the test; after one hang the others give up sooner, so that the TAP
- * output survives meson's timeout. */
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
 /* Every class here counts its destroy callbacks. */
 static _Atomic long g_destroyed;
 static void count_destroy(void *state)

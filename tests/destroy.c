@@ -23,15 +23,6 @@
 
 #define MAXA 512
 
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
 /* Per-actor destroy callback counts, by the index in the actor's state. */
 static _Atomic int g_calls[MAXA];
 static _Atomic int g_bad_state;

@@ -20,15 +20,6 @@
 
 #define ROUNDS 1000
 
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
 /* All handlers run on the single worker; atomics only so that the main
  * thread's reads after await are race-free for TSan. */
 enum { WHO_NONE, WHO_FLOOD, WHO_PP };

@@ -23,23 +23,6 @@
 #define A_SPAWN URA_ATOM("spawn")
 #define A_FAN URA_ATOM("fan")
 
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
-static ura_stats stats(ura_system *sys)
-{
-	ura_stats st;
-	memset(&st, 0, sizeof st);
-	ura_system_stats(sys, &st);
-	return st;
-}
-
 /* ---- members ---------------------------------------------------------- */
 
 #define MAXM 256

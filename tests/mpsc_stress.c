@@ -26,17 +26,6 @@
 #define A_REPORT URA_ATOM("report")
 #define A_MORE URA_ATOM("more")
 
-/* Hang guards, not timing checks: a hung await fails instead of hanging
- * the test, and after one hang the rest give up sooner, so that the TAP
- * output survives meson's timeout. */
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
 #define STALL_NS (30 * URA_SEC) /* producers give up on a sink idle this long */
 
 /* ---- the sink --------------------------------------------------------- */

@@ -25,16 +25,6 @@
 #define ROUNDS 20
 #define NLEAF 16
 
-/* A hang guard, not a timing check. */
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
 static _Atomic int g_errors;
 
 /* ---- the chain ---------------------------------------------------------- */

@@ -29,23 +29,6 @@
 
 #define TIMEOUT (20 * URA_MSEC)
 
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
-static ura_stats stats(ura_system *sys)
-{
-	ura_stats st;
-	memset(&st, 0, sizeof st);
-	ura_system_stats(sys, &st);
-	return st;
-}
-
 static void sleep_ns(uint64_t ns)
 {
 	struct timespec ts = { (time_t)(ns / URA_SEC), (long)(ns % URA_SEC) };

@@ -18,15 +18,6 @@
 #define NCHILD 64
 #define MAXW 8
 
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
 static _Atomic int g_parent_worker = -1;
 static _Atomic int g_child_worker[NCHILD];
 static _Atomic int g_done;

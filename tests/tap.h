@@ -7,6 +7,7 @@
 #ifndef URA_TAP_H
 #define URA_TAP_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,6 +126,26 @@ static inline ura_system *t_system(unsigned workers)
 	ura_config cfg = { .workers = workers };
 	t_must(ura_system_new(&sys, &cfg));
 	return sys;
+}
+
+/* Hang guard, not a timing check: a hung await fails the test instead of
+ * hanging it (before meson's timeout); after one hang the others give up
+ * sooner. */
+static int t_hung_;
+static inline int await_guarded(ura_system *sys)
+{
+	int rc = ura_system_await_for(sys, (t_hung_ ? 3 : 30) * URA_SEC);
+	if (rc == -ETIMEDOUT)
+		t_hung_ = 1;
+	return rc;
+}
+
+static inline ura_stats stats(ura_system *sys)
+{
+	ura_stats st;
+	memset(&st, 0, sizeof st);
+	ura_system_stats(sys, &st);
+	return st;
 }
 
 /* Every test ends here: destroy must report nothing lost. */

@@ -34,25 +34,6 @@
 #define A_ARMSTOP URA_ATOM("armstop")
 #define A_BAD URA_ATOM("bad")
 
-/* Hang guard, not a timing check: a hung await fails the test instead of
- * hanging it; after one hang the others give up sooner. */
-static int g_hung;
-static int await_guarded(ura_system *sys)
-{
-	int rc = ura_system_await_for(sys, (g_hung ? 3 : 30) * URA_SEC);
-	if (rc == -ETIMEDOUT)
-		g_hung = 1;
-	return rc;
-}
-
-static ura_stats stats(ura_system *sys)
-{
-	ura_stats st;
-	memset(&st, 0, sizeof st);
-	ura_system_stats(sys, &st);
-	return st;
-}
-
 static _Atomic long g_errors;
 
 static void sleep_ns(uint64_t ns)
