@@ -179,6 +179,8 @@ void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
 int ura__workers_start(ura_system *sys);
 void ura__workers_stop(ura_system *sys);
 int ura__quiescent(ura_system *sys);
+/* Wakes every thread in ura_system_await to look again. */
+void ura__await_wake(ura_system *sys);
 
 /* actor/actor.c */
 struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx);

@@ -283,10 +283,7 @@ URA_API int ura_system_shutdown(ura_system *sys)
 		return -EDEADLK;
 	ura__workers_stop(sys);
 	/* Wake anyone still awaiting: they return -ESHUTDOWN. */
-	pthread_mutex_lock(&sys->q_lock);
-	sys->q_gen++;
-	pthread_cond_broadcast(&sys->q_cond);
-	pthread_mutex_unlock(&sys->q_lock);
+	ura__await_wake(sys);
 	return 0;
 }
 

@@ -172,21 +172,32 @@ static void finish_cancel(struct ura__worker *w, struct ura__trec *r)
 	rec_put(&w->tm, r);
 }
 
-int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
+/* A handle's generation, owning worker and record: -EINVAL for a handle
+ * no arm could have made, -ENOENT for one naming no record. */
+static int handle_decode(ura_system *sys, ura_timer h, uint32_t *gen,
+			 struct ura__worker **owner, struct ura__trec **rec)
 {
 	if (h <= 0)
 		return -EINVAL;
-	uint32_t gen = (uint32_t)((uint64_t)h >> 32);
+	*gen = (uint32_t)((uint64_t)h >> 32);
 	unsigned wid = (unsigned)((uint64_t)h >> IDX_BITS) & ((1u << WORKER_BITS) - 1);
-	uint32_t idx = (uint32_t)h & ((1u << IDX_BITS) - 1);
-	if (gen > GEN_MASK || !gen)
+	if (*gen > GEN_MASK || !*gen)
 		return -EINVAL;
 	if (wid >= sys->nworkers)
 		return -ENOENT;
-	struct ura__worker *owner = &sys->workers[wid];
-	struct ura__trec *r = rec_at(&owner->tm, idx);
-	if (!r)
-		return -ENOENT;
+	*owner = &sys->workers[wid];
+	*rec = rec_at(&(*owner)->tm, (uint32_t)h & ((1u << IDX_BITS) - 1));
+	return *rec ? 0 : -ENOENT;
+}
+
+int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	int rc = handle_decode(sys, h, &gen, &owner, &r);
+	if (rc < 0)
+		return rc;
 	uint32_t want = gen << 2 | URA__T_ARMED;
 	/* acq_rel: whoever wins this CAS (here, or the owner's fire) owns
 	 * the record's outcome; acquire makes its fields ours to read. */
@@ -294,13 +305,9 @@ uint64_t ura__timers_fini(struct ura__worker *w)
 
 int ura__timer_live(ura_system *sys, ura_timer h)
 {
-	if (h <= 0)
-		return 0;
-	uint32_t gen = (uint32_t)((uint64_t)h >> 32);
-	unsigned wid = (unsigned)((uint64_t)h >> IDX_BITS) & ((1u << WORKER_BITS) - 1);
-	if (wid >= sys->nworkers)
-		return 0;
-	struct ura__trec *r = rec_at(&sys->workers[wid].tm, (uint32_t)h & ((1u << IDX_BITS) - 1));
-	return r && atomic_load_explicit(&r->state, memory_order_acquire) ==
-			    (gen << 2 | URA__T_ARMED);
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	return handle_decode(sys, h, &gen, &owner, &r) == 0 &&
+	       atomic_load_explicit(&r->state, memory_order_acquire) == (gen << 2 | URA__T_ARMED);
 }

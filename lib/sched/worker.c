@@ -376,7 +376,7 @@ int ura__quiescent(ura_system *sys)
 	return e1 == e2 && recv == sent;
 }
 
-static void signal_quiescence(ura_system *sys)
+void ura__await_wake(ura_system *sys)
 {
 	pthread_mutex_lock(&sys->q_lock);
 	sys->q_gen++;
@@ -399,7 +399,7 @@ static void worker_sleep(struct ura__worker *w)
 	ura_system *sys = w->sys;
 	if (atomic_load_explicit(&sys->awaiters, memory_order_seq_cst) &&
 	    ura__quiescent(sys))
-		signal_quiescence(sys);
+		ura__await_wake(sys);
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in maybe_wake (see there). */
