@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct iovec;
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -353,6 +355,14 @@ typedef struct ura_config {
 	 * environment variable URA_LOG=error|warn|info|debug overrides it;
 	 * default warn. */
 	int log_level;
+	/* io_uring's own helper threads (io-wq), per worker ring: they run
+	 * on the worker's node and at most this many at once for blocking
+	 * work (regular files); 0: 4. */
+	unsigned io_wq_max;
+	/* Threads per node for ura_offload() (and, on the epoll backend, for
+	 * file I/O); started on first use; 0: 2. URA_POOL_THREADS overrides
+	 * it. */
+	unsigned pool_threads;
 } ura_config;
 
 /* Creates a system and (unless cfg->paused) starts its workers. cfg may be
@@ -410,6 +420,10 @@ typedef struct ura_stats {
 	uint64_t timers_fired;
 	uint64_t timers_cancelled;
 	uint64_t timers_pending;   /* armed now */
+	uint64_t io_submitted;     /* I/O operations and offloads started */
+	uint64_t io_completed;     /* their completion messages */
+	uint64_t io_inflight;      /* started and not finally completed */
+	uint64_t io_deferred;      /* waited in user space for CQ room */
 } ura_stats;
 URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 
@@ -582,6 +596,151 @@ URA_API long ura_send_groupv_sys(ura_system *sys, ura_group *g, ura_atom tag,
 #define URA_SIGNAL URA_ATOM("_signal")
 URA_API int ura_signal_subscribe(ura_system *sys, int signo, ura_ref actor);
 URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
+
+/* ------------------------------------------------------------------------ */
+/* Actor I/O: the kernel's I/O as messages.
+ *
+ * ura_io_submit() (and the wrappers below) starts one operation on the ring
+ * of the worker running the handler, on behalf of the calling actor, and
+ * returns at once: an operation id (> 0) or -errno (-EINVAL for a bad
+ * request, -ENOMEM; nothing was started then). Exactly one completion
+ * message per operation (several for a multishot accept) comes back to the
+ * actor, tagged with the caller's tag:
+ *
+ *   URA_IO_READ, URA_IO_RECV    tag(int64 res, bytes data)  types "ib"
+ *   every other operation       tag(int64 res)              types "i"
+ *
+ * `res` is what the system call would have returned (bytes moved, a new
+ * fd, 0) or -errno: a closed fd gives -EBADF, a refused connect
+ * -ECONNREFUSED, a deadline that passed -ETIME, a cancel -ECANCELED.
+ * Errors are completions, never crashes. ura_io_id(m) tells which
+ * operation a completion belongs to; ura_io_more(m) whether more
+ * completions of it will follow.
+ *
+ * Buffers:
+ *  - READ and RECV read into memory ura owns (the completion message
+ *    itself): `data` holds the `res` bytes read, valid during the handler.
+ *  - WRITE and SEND copy `buf` before the call returns, like a send; they
+ *    complete when all `len` bytes are written (a short write is resumed),
+ *    or with -errno.
+ *  - READV and WRITEV use the caller's iovecs in place (zero copy): the
+ *    memory they point at must stay valid until the completion arrives or
+ *    the actor's destroy callback has run. The iovec array itself is
+ *    copied.
+ * When an actor stops, its operations in flight are cancelled, and its
+ * destroy callback runs only once every one of them has completed: the
+ * kernel never touches its buffers after that. Operations in flight count
+ * toward quiescence (ura_system_await waits for them, and an armed
+ * multishot accept keeps a system busy).
+ *
+ * Backends: the worker's io_uring ring; or, where io_uring is refused
+ * (seccomp, io_uring_disabled, an old kernel, URA_IO_URING=0), epoll for
+ * sockets, pipes and terminals plus a small per-node thread pool for
+ * regular files, openat, close and fsync. Same API, same messages.
+ * Handler context only, for every call here.
+ */
+typedef int64_t ura_io;
+
+enum ura_io_op {
+	URA_IO_READ = 1,  /* fd, len (most bytes), offset */
+	URA_IO_WRITE,     /* fd, buf, len, offset */
+	URA_IO_READV,     /* fd, iov, iovcnt, offset */
+	URA_IO_WRITEV,    /* fd, iov, iovcnt, offset */
+	URA_IO_RECV,      /* fd, len, flags (MSG_*) */
+	URA_IO_SEND,      /* fd, buf, len, flags (MSG_*; MSG_NOSIGNAL always) */
+	URA_IO_ACCEPT,    /* fd, flags (SOCK_NONBLOCK; SOCK_CLOEXEC always),
+	                     URA_IO_MULTISHOT: one completion per connection */
+	URA_IO_CONNECT,   /* fd, addr, addrlen */
+	URA_IO_OPENAT,    /* dirfd, path (copied), flags (O_*), mode */
+	URA_IO_CLOSE,     /* fd */
+	URA_IO_FSYNC,     /* fd, flags URA_IO_DATASYNC for fdatasync */
+	URA_IO_POLL,      /* fd, events (POLLIN...): res is the revents */
+};
+
+#define URA_IO_MULTISHOT 0x40000000 /* accept: keep accepting */
+#define URA_IO_DATASYNC  1          /* fsync: fdatasync */
+#define URA_IO_MAX_LEN   (16u << 20) /* most bytes one read/write moves */
+
+typedef struct ura_io_req {
+	int op;                     /* enum ura_io_op */
+	int fd;                     /* the fd; openat: the dirfd (AT_FDCWD) */
+	const void *buf;            /* WRITE, SEND: the bytes (copied) */
+	size_t len;                 /* READ, RECV: most bytes; WRITE, SEND:
+	                               bytes; <= URA_IO_MAX_LEN */
+	const struct iovec *iov;    /* READV, WRITEV */
+	int iovcnt;                 /* 1 .. 64 */
+	int flags;                  /* see enum ura_io_op */
+	int64_t offset;             /* READ..WRITEV; -1: the file position
+	                               (sockets and pipes ignore it) */
+	const char *path;           /* OPENAT */
+	unsigned mode;              /* OPENAT with O_CREAT */
+	unsigned events;            /* POLL */
+	const void *addr;           /* CONNECT: a struct sockaddr */
+	unsigned addrlen;
+	/* Deadline: if the operation has not completed within timeout_ns, it
+	 * is cancelled and completes with -ETIME (an io_uring linked
+	 * timeout). 0: none. Not with URA_IO_MULTISHOT. */
+	uint64_t timeout_ns;
+} ura_io_req;
+
+URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r);
+/* Asks for the operation to end early: it completes (once, as always) with
+ * -ECANCELED, or with its result if that came first. 0, or -ENOENT when it
+ * already completed (or is not this actor's). */
+URA_API int ura_io_cancel(ura_ctx *cx, ura_io op);
+/* Of a completion message: its operation's id, and whether more
+ * completions of it follow (a multishot accept). 0 for other messages. */
+URA_API ura_io ura_io_id(const ura_msg *m);
+URA_API int ura_io_more(const ura_msg *m);
+
+/* Runs fn(arg) on a small thread pool of the actor's node, off the
+ * workers, for blocking or CPU-heavy C code. Its return value comes back
+ * as tag(int64 result). Counts as an operation in flight (the actor's
+ * destroy waits for it; it cannot be cancelled once running). */
+typedef int64_t ura_work_fn(void *arg);
+URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg);
+
+/* Wrappers for the common cases. */
+static inline ura_io ura_io_read(ura_ctx *cx, ura_atom tag, int fd, size_t len,
+				 int64_t offset)
+{
+	ura_io_req r = { 0 };
+	r.op = URA_IO_READ; r.fd = fd; r.len = len; r.offset = offset;
+	return ura_io_submit(cx, tag, &r);
+}
+static inline ura_io ura_io_write(ura_ctx *cx, ura_atom tag, int fd,
+				  const void *buf, size_t len, int64_t offset)
+{
+	ura_io_req r = { 0 };
+	r.op = URA_IO_WRITE; r.fd = fd; r.buf = buf; r.len = len; r.offset = offset;
+	return ura_io_submit(cx, tag, &r);
+}
+static inline ura_io ura_io_recv(ura_ctx *cx, ura_atom tag, int fd, size_t len,
+				 uint64_t timeout_ns)
+{
+	ura_io_req r = { 0 };
+	r.op = URA_IO_RECV; r.fd = fd; r.len = len; r.timeout_ns = timeout_ns;
+	return ura_io_submit(cx, tag, &r);
+}
+static inline ura_io ura_io_send(ura_ctx *cx, ura_atom tag, int fd,
+				 const void *buf, size_t len)
+{
+	ura_io_req r = { 0 };
+	r.op = URA_IO_SEND; r.fd = fd; r.buf = buf; r.len = len;
+	return ura_io_submit(cx, tag, &r);
+}
+static inline ura_io ura_io_accept(ura_ctx *cx, ura_atom tag, int fd, int flags)
+{
+	ura_io_req r = { 0 };
+	r.op = URA_IO_ACCEPT; r.fd = fd; r.flags = flags;
+	return ura_io_submit(cx, tag, &r);
+}
+static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
+{
+	ura_io_req r = { 0 };
+	r.op = URA_IO_CLOSE; r.fd = fd;
+	return ura_io_submit(cx, tag, &r);
+}
 
 /* ------------------------------------------------------------------------ */
 /* C11 conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
