@@ -39,6 +39,54 @@ static struct ura__actor_x *ax(struct ura__actor *a)
 	return a->x;
 }
 
+static void free_x(struct ura__actor *a)
+{
+	if (a->x)
+		free(a->x->io);
+	free(a->x);
+	a->x = NULL;
+}
+
+struct ura__worker *ura__ctx_worker(ura_ctx *cx) { return cx->w; }
+struct ura__actor *ura__ctx_actor(ura_ctx *cx) { return cx->a; }
+
+int ura__actor_io_track(struct ura__actor *a, int64_t id)
+{
+	struct ura__actor_x *x = ax(a);
+	if (!x)
+		return -ENOMEM;
+	struct ura__aio *l = x->io;
+	if (!l || l->n == l->cap) {
+		uint32_t cap = l ? l->cap * 2 : 4;
+		struct ura__aio *n = realloc(l, sizeof *l + cap * sizeof l->id[0]);
+		if (!n)
+			return -ENOMEM;
+		if (!l)
+			n->n = 0;
+		n->cap = cap;
+		x->io = l = n;
+	}
+	l->id[l->n++] = id;
+	return 0;
+}
+
+/* A final completion was taken from the mailbox: the operation is over.
+ * Returns the operations still in flight. */
+static uint32_t io_untrack(struct ura__actor *a, const struct ura_msg *m)
+{
+	struct ura__aio *l = a->x ? a->x->io : NULL;
+	if (!l)
+		return 0;
+	if (m->flags & URA__MF_MORE)
+		return l->n;
+	for (uint32_t i = 0; i < l->n; i++)
+		if ((uint64_t)l->id[i] == m->from.id) {
+			l->id[i] = l->id[--l->n];
+			break;
+		}
+	return l->n;
+}
+
 static void free_state(struct ura__actor *a)
 {
 	if (!a->inline_state)
@@ -190,22 +238,43 @@ static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
 static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 
 /* Ends the incarnation; the slot keeps its mailbox (token still held). */
+/* The end of a zombie (see URA__A_ZOMBIE): its last operation is over. */
+static void zombie_done(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	a->state_kind = URA__A_FREE;
+	if (a->cls->destroy)
+		a->cls->destroy(a->state);
+	free_state(a);
+	free_x(a);
+	ura__inc(&w->st.stopped);
+	slot_free(sys, w, a);
+}
+
 static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		int call_destroy)
 {
 	uint64_t lost = 0;
-	a->state_kind = URA__A_FREE;
+	/* With I/O in flight the kernel may still write to the actor's
+	 * buffers: cancel, and run destroy when the last one completed. */
+	int zombie = call_destroy && w && a->x && a->x->io && a->x->io->n;
+	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
 	a->stopping = 0;
 	/* release: a sender that sees the new generation refuses to send;
 	 * one that raced us carries the old one and becomes a dead letter. */
 	atomic_store_explicit(&a->gen, own_gen(a) + 1, memory_order_release);
 	cancel_actor_timers(sys, w, a);
+	if (zombie) {
+		free_stash_and_pending(sys, w, a, &lost);
+		ura__add(&w->st.unmatched, lost);
+		a->beh = NULL;
+		ura__io_cancel_all(w, a);
+		return;
+	}
 	if (call_destroy && a->cls->destroy)
 		a->cls->destroy(a->state);
 	free_state(a);
 	free_stash_and_pending(sys, w, a, &lost);
-	free(a->x);
-	a->x = NULL;
+	free_x(a);
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
 	 * so it is not counted as stopped either. */
@@ -248,8 +317,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	if (!a)
 		return -ENOMEM;
 	void *state = NULL;
-	free(a->x); /* a stopped incarnation freed it; a fresh slot has none */
-	a->x = NULL;
+	free_x(a); /* a stopped incarnation freed it; a fresh slot has none */
 	a->inline_state = cls->state_size <= sizeof a->inl;
 	if (a->inline_state) {
 		memset(a->inl, 0, sizeof a->inl);
@@ -620,7 +688,7 @@ URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 	if (!cx)
 		return -EINVAL;
 	struct ura_msg *m = cx->m;
-	if (!m || ura_ref_null(m->from))
+	if (!m || ura_ref_null(m->from) || m->kind == URA__MK_IO)
 		return -ESRCH;
 	int req = m->kind == URA__MK_REQUEST;
 	return send_msg(cx->sys, cx->w, ura__home(cx->a), self_ref(cx->a), m->from, tag, vals, n,
@@ -733,7 +801,7 @@ URA_API int ura_system_nodes(ura_system *sys)
 URA_API ura_ref ura_self(ura_ctx *cx) { return cx ? self_ref(cx->a) : URA_NOREF; }
 URA_API ura_ref ura_sender(ura_ctx *cx)
 {
-	return cx && cx->m ? cx->m->from : URA_NOREF;
+	return cx && cx->m && cx->m->kind != URA__MK_IO ? cx->m->from : URA_NOREF;
 }
 URA_API void *ura_state(ura_ctx *cx) { return cx ? cx->a->state : NULL; }
 URA_API ura_system *ura_ctx_system(ura_ctx *cx) { return cx ? cx->sys : NULL; }
@@ -890,7 +958,9 @@ static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 		a->beh->on_timeout(cx, m);
 		return 1;
 	}
-	if (ura__unlikely(m->kind == URA__MK_RESPONSE || m->kind == URA__MK_REQ_TIMEOUT)) {
+	if (ura__unlikely(m->kind == URA__MK_IO))
+		io_untrack(a, m); /* then matched like any message */
+	else if (ura__unlikely(m->kind == URA__MK_RESPONSE || m->kind == URA__MK_REQ_TIMEOUT)) {
 		/* Whichever comes first, the reply or its deadline, runs the
 		 * continuation; the other finds no pending request. */
 		for (struct ura__pending **pp = a->x ? &a->x->pending : NULL; pp && *pp;
@@ -975,6 +1045,9 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 		if (ura__unlikely(a->state_kind != URA__A_ALIVE || m->to_gen != own_gen(a))) {
 			/* Sent to an incarnation that has stopped. Keep going
 			 * until the mailbox is empty: nobody else will. */
+			if (a->state_kind == URA__A_ZOMBIE && m->kind == URA__MK_IO &&
+			    m->to_gen + 1 == own_gen(a) && io_untrack(a, m) == 0)
+				zombie_done(sys, w, a);
 			ura__inc(&w->st.dead_letters);
 			if (++n >= sys->batch)
 				break;
@@ -1090,7 +1163,10 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		if (r != (struct ura_msg *)&a->stub)
 			ura__arena_drop(&sys->arena, r, 1);
-		if (a->state_kind == URA__A_ALIVE && m->to_gen == own_gen(a))
+		/* I/O completions cancelled by the shutdown were never
+		 * messages anyone accepted: not lost. */
+		if (a->state_kind == URA__A_ALIVE && m->to_gen == own_gen(a) &&
+		    m->kind != URA__MK_IO)
 			lost++;
 	}
 	if (a->mb.tail != (struct ura_msg *)&a->stub) {
@@ -1099,7 +1175,9 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		ura__arena_drop(&sys->arena, a->mb.tail, 1);
 		a->mb.tail = (struct ura_msg *)&a->stub;
 	}
-	if (a->state_kind == URA__A_ALIVE) {
+	if (a->state_kind == URA__A_ALIVE || a->state_kind == URA__A_ZOMBIE) {
+		/* The workers drained their rings before this: no operation
+		 * of the actor's is in the kernel any more. */
 		if (a->cls->destroy)
 			a->cls->destroy(a->state);
 		free_state(a);
@@ -1119,8 +1197,7 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		/* Pending timers themselves are freed (and counted) with the
 		 * workers' timer tables. */
 		free(x->timers);
-		free(x);
-		a->x = NULL;
+		free_x(a);
 	}
 	return lost;
 }

@@ -27,6 +27,10 @@ struct ura__pending {
 enum {
 	URA__A_FREE = 0, /* no incarnation (never spawned, or stopped) */
 	URA__A_ALIVE = 1,
+	/* Stopped with I/O in flight: its ref is stale, its operations are
+	 * being cancelled, and its destroy callback waits for their final
+	 * completions (the kernel may still write to its buffers). */
+	URA__A_ZOMBIE = 2,
 };
 
 struct ura__actor {
@@ -73,6 +77,13 @@ struct ura__actor_x {
 	int64_t rt;                         /* pending receive timeout, or 0 */
 	uint32_t next_req;
 	uint32_t rt_seq;                    /* receive-timeout generation */
+	struct ura__aio *io;                /* I/O operations in flight */
+};
+
+/* Ids of an actor's I/O operations in flight (lib/io). */
+struct ura__aio {
+	uint32_t n, cap;
+	int64_t id[];
 };
 
 /* Handles of an actor's delayed sends, cancelled when it stops. */

@@ -701,43 +701,48 @@ typedef int64_t ura_work_fn(void *arg);
 URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg);
 
 /* Wrappers for the common cases. */
+#ifdef __cplusplus
+#define URA__ZERO {}
+#else
+#define URA__ZERO { 0 }
+#endif
 static inline ura_io ura_io_read(ura_ctx *cx, ura_atom tag, int fd, size_t len,
 				 int64_t offset)
 {
-	ura_io_req r = { 0 };
+	ura_io_req r = URA__ZERO;
 	r.op = URA_IO_READ; r.fd = fd; r.len = len; r.offset = offset;
 	return ura_io_submit(cx, tag, &r);
 }
 static inline ura_io ura_io_write(ura_ctx *cx, ura_atom tag, int fd,
 				  const void *buf, size_t len, int64_t offset)
 {
-	ura_io_req r = { 0 };
+	ura_io_req r = URA__ZERO;
 	r.op = URA_IO_WRITE; r.fd = fd; r.buf = buf; r.len = len; r.offset = offset;
 	return ura_io_submit(cx, tag, &r);
 }
 static inline ura_io ura_io_recv(ura_ctx *cx, ura_atom tag, int fd, size_t len,
 				 uint64_t timeout_ns)
 {
-	ura_io_req r = { 0 };
+	ura_io_req r = URA__ZERO;
 	r.op = URA_IO_RECV; r.fd = fd; r.len = len; r.timeout_ns = timeout_ns;
 	return ura_io_submit(cx, tag, &r);
 }
 static inline ura_io ura_io_send(ura_ctx *cx, ura_atom tag, int fd,
 				 const void *buf, size_t len)
 {
-	ura_io_req r = { 0 };
+	ura_io_req r = URA__ZERO;
 	r.op = URA_IO_SEND; r.fd = fd; r.buf = buf; r.len = len;
 	return ura_io_submit(cx, tag, &r);
 }
 static inline ura_io ura_io_accept(ura_ctx *cx, ura_atom tag, int fd, int flags)
 {
-	ura_io_req r = { 0 };
+	ura_io_req r = URA__ZERO;
 	r.op = URA_IO_ACCEPT; r.fd = fd; r.flags = flags;
 	return ura_io_submit(cx, tag, &r);
 }
 static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
 {
-	ura_io_req r = { 0 };
+	ura_io_req r = URA__ZERO;
 	r.op = URA_IO_CLOSE; r.fd = fd;
 	return ura_io_submit(cx, tag, &r);
 }

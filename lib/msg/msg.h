@@ -15,10 +15,12 @@ enum {
 	URA__MK_RESPONSE = 2, /* routed to the requester's continuation */
 	URA__MK_TIMEOUT = 3,  /* receive timeout; req = the actor's rt_seq */
 	URA__MK_REQ_TIMEOUT = 4, /* a request's reply is late; req = its id */
+	URA__MK_IO = 5,       /* an I/O completion; `from` holds the op id */
 };
 
 enum {
 	URA__MF_STASH = 1, /* retire into the actor's stash, don't free */
+	URA__MF_MORE = 2,  /* I/O: more completions of this operation follow */
 };
 
 struct ura_msg {

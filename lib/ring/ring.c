@@ -4,6 +4,7 @@
  * kernel-notes/io_uring.md and kernel-notes/wakeups.md for the choices.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "ring/ring.h"
+#include "ring/epoll_io.h"
 #include "util/util.h"
 
 #define UD_WAKE 1ull     /* the eventfd poll fired */
@@ -51,8 +53,11 @@ static int uring_init(struct ura__poller *p)
 	for (size_t i = 0; i < URA__ARRAY_LEN(ladder); i++) {
 		struct io_uring_params prm;
 		memset(&prm, 0, sizeof prm);
-		prm.flags = ladder[i].flags;
-		err = io_uring_queue_init_params(64, &p->ring, &prm);
+		/* A large CQ: every operation in flight may complete at once.
+		 * CQSIZE is 5.5, as old as EXT_ARG's 5.11 floor. */
+		prm.flags = ladder[i].flags | IORING_SETUP_CQSIZE;
+		prm.cq_entries = URA__CQ_ENTRIES;
+		err = io_uring_queue_init_params(URA__SQ_ENTRIES, &p->ring, &prm);
 		if (err == 0) {
 			p->name = ladder[i].name;
 			break;
@@ -65,6 +70,11 @@ static int uring_init(struct ura__poller *p)
 	}
 	if (err)
 		return err;
+	/* Room kept for the wake poll, watches and MSG_RING wakes: the rest
+	 * of the CQ bounds the operations in flight, so a burst of
+	 * completions never overflows it (the kernel's overflow list, NODROP
+	 * since 5.5, would keep them, but makes submits fail with -EBUSY). */
+	p->io_limit = p->ring.cq.ring_entries - 64;
 	/* A fork()ed child must never touch a worker's ring. */
 	io_uring_ring_dontfork(&p->ring);
 	struct io_uring_probe *probe = io_uring_get_probe_ring(&p->ring);
@@ -134,36 +144,36 @@ static void drain_eventfd(struct ura__poller *p)
 		;
 }
 
-static int uring_wait(struct ura__poller *p, uint64_t timeout_ns)
+/* Delivers every CQE that is ready; returns how many were I/O. */
+static int uring_reap(struct ura__poller *p)
 {
 	struct io_uring_cqe *cqe;
-	struct __kernel_timespec ts = {
-		.tv_sec = (long long)(timeout_ns / URA_SEC),
-		.tv_nsec = (long long)(timeout_ns % URA_SEC),
-	};
-	if (!p->poll_armed)
-		arm_wake_poll(p);
-	/* One enter: submits anything queued, then sleeps until a CQE or
-	 * the EXT_ARG deadline (5.11), with no timeout SQE to cancel. */
-	int ret = io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, &ts, NULL);
-	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY)
-		return ret;
 	unsigned head, seen = 0;
+	int io = 0;
 	io_uring_for_each_cqe(&p->ring, head, cqe) {
 		seen++;
-		if (cqe->user_data == UD_WAKE) {
+		uint64_t ud = cqe->user_data;
+		if (ud & URA__UD_IO) {
+			struct ura__ioreq *r = (struct ura__ioreq *)(uintptr_t)(ud & ~(URA__UD_IO | URA__UD_LT));
+			int more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+			if (!more)
+				p->io_inflight--;
+			io++;
+			p->on_io(p->io_ctx, r, cqe->res, more, (ud & URA__UD_LT) != 0);
+		} else if (ud == UD_WAKE) {
 			drain_eventfd(p);
 			/* A multishot poll ends (no F_MORE) on overflow or
 			 * error; arm it again before the next sleep. */
 			if (!(cqe->flags & IORING_CQE_F_MORE))
 				p->poll_armed = 0;
-		} else if (cqe->user_data >= UD_WATCH && cqe->user_data < UD_WATCH + 16) {
-			unsigned bit = (unsigned)(cqe->user_data - UD_WATCH);
+		} else if (ud >= UD_WATCH && ud < UD_WATCH + 16) {
+			unsigned bit = (unsigned)(ud - UD_WATCH);
 			p->events |= 1u << bit;
 			if (!(cqe->flags & IORING_CQE_F_MORE))
 				p->watch_dead |= 1u << bit;
 		}
 	}
+	io_uring_cq_advance(&p->ring, seen);
 	/* Re-arm watches whose multishot poll ended. */
 	while (p->watch_dead) {
 		unsigned bit = (unsigned)__builtin_ctz(p->watch_dead);
@@ -173,32 +183,322 @@ static int uring_wait(struct ura__poller *p, uint64_t timeout_ns)
 			break;
 		io_uring_prep_poll_multishot(sqe, p->watch_fd[bit], POLLIN);
 		io_uring_sqe_set_data64(sqe, UD_WATCH + bit);
+		p->io_sq_pending++;
 	}
-	io_uring_cq_advance(&p->ring, seen);
+	return io;
+}
+
+static int uring_submit_backlog(struct ura__poller *p);
+
+static int uring_wait(struct ura__poller *p, uint64_t timeout_ns)
+{
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts = {
+		.tv_sec = (long long)(timeout_ns / URA_SEC),
+		.tv_nsec = (long long)(timeout_ns % URA_SEC),
+	};
+	if (!p->poll_armed)
+		arm_wake_poll(p);
+	p->io_sq_pending = 0;
+	/* One enter: submits anything queued, then sleeps until a CQE or
+	 * the EXT_ARG deadline (5.11), with no timeout SQE to cancel. */
+	int ret = io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, &ts, NULL);
+	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY)
+		return ret;
+	uring_reap(p);
+	if (p->backlog)
+		uring_submit_backlog(p);
 	return 0;
+}
+
+static void uring_prep(struct io_uring_sqe *sqe, struct ura__ioreq *r)
+{
+	unsigned len = (unsigned)r->len;
+	switch (r->op) {
+	case URA_IO_READ:
+		io_uring_prep_read(sqe, r->fd, r->buf, len, (uint64_t)r->off);
+		break;
+	case URA_IO_WRITE:
+		io_uring_prep_write(sqe, r->fd, r->buf, len, (uint64_t)r->off);
+		break;
+	case URA_IO_READV:
+		io_uring_prep_readv(sqe, r->fd, r->iov, (unsigned)r->iovcnt, (uint64_t)r->off);
+		break;
+	case URA_IO_WRITEV:
+		io_uring_prep_writev(sqe, r->fd, r->iov, (unsigned)r->iovcnt, (uint64_t)r->off);
+		break;
+	case URA_IO_RECV:
+		io_uring_prep_recv(sqe, r->fd, r->buf, r->len, r->flags);
+		break;
+	case URA_IO_SEND:
+		/* MSG_NOSIGNAL: a peer that went away is -EPIPE, never a
+		 * SIGPIPE that kills the process. */
+		io_uring_prep_send(sqe, r->fd, r->buf, r->len, r->flags | MSG_NOSIGNAL);
+		break;
+	case URA_IO_ACCEPT: {
+		int fl = (r->flags & SOCK_NONBLOCK) | SOCK_CLOEXEC;
+		if (r->flags & URA_IO_MULTISHOT)
+			io_uring_prep_multishot_accept(sqe, r->fd, NULL, NULL, fl);
+		else
+			io_uring_prep_accept(sqe, r->fd, NULL, NULL, fl);
+		break;
+	}
+	case URA_IO_CONNECT:
+		io_uring_prep_connect(sqe, r->fd, (struct sockaddr *)&r->addr, r->addrlen);
+		break;
+	case URA_IO_OPENAT:
+		io_uring_prep_openat(sqe, r->fd, r->path, r->flags | O_CLOEXEC, r->mode);
+		break;
+	case URA_IO_CLOSE:
+		io_uring_prep_close(sqe, r->fd);
+		break;
+	case URA_IO_FSYNC:
+		io_uring_prep_fsync(sqe, r->fd,
+				    (r->flags & URA_IO_DATASYNC) ? IORING_FSYNC_DATASYNC : 0);
+		break;
+	case URA_IO_POLL:
+		io_uring_prep_poll_add(sqe, r->fd, r->events);
+		break;
+	}
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)r | URA__UD_IO);
+}
+
+/* Queues r's SQE(s); -EBUSY when the SQ or the CQ budget has no room. */
+static int uring_queue(struct ura__poller *p, struct ura__ioreq *r)
+{
+	unsigned need = r->timeout_ns ? 2 : 1;
+	if (p->io_inflight + need > p->io_limit)
+		return -EBUSY;
+	if (io_uring_sq_space_left(&p->ring) < need) {
+		int rc = io_uring_submit(&p->ring);
+		p->io_sq_pending = 0;
+		if (rc < 0 && rc != -EBUSY)
+			return rc;
+		if (io_uring_sq_space_left(&p->ring) < need)
+			return -EBUSY;
+	}
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+	uring_prep(sqe, r);
+	if (r->timeout_ns) {
+		/* A linked timeout (5.5) rather than one of our wheel's
+		 * timers: the kernel cancels the operation itself. */
+		sqe->flags |= IOSQE_IO_LINK;
+		r->ts.tv_sec = (long long)(r->timeout_ns / URA_SEC);
+		r->ts.tv_nsec = (long long)(r->timeout_ns % URA_SEC);
+		struct io_uring_sqe *t = io_uring_get_sqe(&p->ring);
+		io_uring_prep_link_timeout(t, &r->ts, 0);
+		io_uring_sqe_set_data64(t, (uint64_t)(uintptr_t)r | URA__UD_IO | URA__UD_LT);
+	}
+	p->io_inflight += need;
+	p->io_sq_pending += need;
+	return 0;
+}
+
+static void backlog_add(struct ura__poller *p, struct ura__ioreq *r)
+{
+	r->bk_next = NULL;
+	if (p->backlog_tail)
+		p->backlog_tail->bk_next = r;
+	else
+		p->backlog = r;
+	p->backlog_tail = r;
+	ura__inc(&p->io_deferred);
+}
+
+static int uring_submit_backlog(struct ura__poller *p)
+{
+	while (p->backlog) {
+		struct ura__ioreq *r = p->backlog;
+		if (uring_queue(p, r) < 0)
+			break;
+		p->backlog = r->bk_next;
+		if (!p->backlog)
+			p->backlog_tail = NULL;
+	}
+	return 0;
+}
+
+static int uring_submit(struct ura__poller *p, struct ura__ioreq *r)
+{
+	/* Behind the backlog, never before it: order of submission is the
+	 * order of calls (a send queued behind another stays behind it). */
+	if (!p->backlog && uring_queue(p, r) == 0)
+		return 0;
+	backlog_add(p, r);
+	return 0;
+}
+
+static int uring_poll(struct ura__poller *p)
+{
+	if (p->io_sq_pending || p->io_inflight) {
+		p->io_sq_pending = 0;
+		/* With DEFER_TASKRUN completions are only posted when we
+		 * enter with GETEVENTS: this is that enter, and the submit
+		 * rides along. */
+		int rc = io_uring_submit_and_get_events(&p->ring);
+		if (rc < 0 && rc != -EBUSY && rc != -EINTR)
+			return rc;
+	}
+	int n = uring_reap(p);
+	if (p->backlog)
+		uring_submit_backlog(p);
+	return n;
+}
+
+static void uring_cancel(struct ura__poller *p, struct ura__ioreq *r)
+{
+	int in_backlog = 0;
+	for (struct ura__ioreq **pp = &p->backlog; *pp; pp = &(*pp)->bk_next) {
+		if (*pp != r)
+			continue;
+		*pp = r->bk_next;
+		if (p->backlog_tail == r) {
+			p->backlog_tail = NULL;
+			for (struct ura__ioreq *q = p->backlog; q; q = q->bk_next)
+				p->backlog_tail = q;
+		}
+		in_backlog = 1;
+		break;
+	}
+	if (in_backlog) {
+		/* Never reached the kernel: complete it here, as the kernel
+		 * would, timer first. Deferred through the CQ is not possible,
+		 * so report now; callers allow completion from cancel. */
+		if (r->timeout_ns)
+			p->on_io(p->io_ctx, r, -ECANCELED, 0, 1);
+		p->on_io(p->io_ctx, r, -ECANCELED, 0, 0);
+		return;
+	}
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+	if (!sqe) {
+		io_uring_submit(&p->ring);
+		p->io_sq_pending = 0;
+		sqe = io_uring_get_sqe(&p->ring);
+		if (!sqe)
+			return; /* cannot happen: the submit emptied the SQ */
+	}
+	/* Cancels (5.5) complete with a CQE of their own, which we skip on
+	 * success (5.17); the operation's CQE reports -ECANCELED. */
+	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)r | URA__UD_IO, 0);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, UD_IGNORE);
+	p->io_sq_pending++;
 }
 
 static int epoll_wait_ns(struct ura__poller *p, uint64_t timeout_ns)
 {
-	struct epoll_event ev[4];
+	struct epoll_event ev[64];
+	if (p->ep) {
+		uint64_t io_next = ura__epio_next(p, ura__now_ns());
+		if (io_next < timeout_ns)
+			timeout_ns = io_next;
+	}
 	struct timespec ts = {
 		.tv_sec = (time_t)(timeout_ns / URA_SEC),
 		.tv_nsec = (long)(timeout_ns % URA_SEC),
 	};
 	/* epoll_pwait2 (5.11) takes nanoseconds; plain epoll_wait rounds up
 	 * to milliseconds and is the fallback for older kernels. */
-	int n = epoll_pwait2(p->epfd, ev, 4, &ts, NULL);
+	int n = epoll_pwait2(p->epfd, ev, 64, &ts, NULL);
 	if (n < 0 && errno == ENOSYS)
-		n = epoll_wait(p->epfd, ev, 4, (int)((timeout_ns + URA_MSEC - 1) / URA_MSEC));
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
+		n = epoll_wait(p->epfd, ev, 64, (int)((timeout_ns + URA_MSEC - 1) / URA_MSEC));
+	if (n < 0 && errno != EINTR)
+		return -errno;
 	for (int i = 0; i < n; i++) {
-		if (ev[i].data.u64 == UD_WAKE)
+		uint64_t ud = ev[i].data.u64;
+		if (ud & URA__UD_IO)
+			ura__epio_ready(p, (int)(ud & 0x7fffffff), ev[i].events);
+		else if (ud == UD_WAKE)
 			drain_eventfd(p);
-		else if (ev[i].data.u64 >= UD_WATCH && ev[i].data.u64 < UD_WATCH + 16)
-			p->events |= 1u << (ev[i].data.u64 - UD_WATCH);
+		else if (ud >= UD_WATCH && ud < UD_WATCH + 16)
+			p->events |= 1u << (ud - UD_WATCH);
 	}
+	if (p->ep)
+		ura__epio_service(p, ura__now_ns());
 	return 0;
+}
+
+int ura__poller_submit(struct ura__poller *p, struct ura__ioreq *r)
+{
+	return p->kind == URA__BACKEND_URING ? uring_submit(p, r) : ura__epio_submit(p, r);
+}
+
+void ura__poller_cancel(struct ura__poller *p, struct ura__ioreq *r)
+{
+	if (p->kind == URA__BACKEND_URING)
+		uring_cancel(p, r);
+	else
+		ura__epio_cancel(p, r);
+}
+
+int ura__poller_poll(struct ura__poller *p)
+{
+	if (p->kind == URA__BACKEND_URING)
+		return uring_poll(p);
+	if (!p->io_inflight)
+		return 0;
+	uint64_t before = p->io_inflight;
+	int rc = epoll_wait_ns(p, 0);
+	return rc < 0 ? rc : (int)(before - p->io_inflight);
+}
+
+unsigned ura__poller_drain(struct ura__poller *p, uint64_t wait_ns)
+{
+	if (p->kind != URA__BACKEND_URING) {
+		/* Nothing of ours is in the kernel: waiters are forgotten by
+		 * the caller, pool jobs come back through the pool. */
+		return 0;
+	}
+	while (p->backlog) {
+		struct ura__ioreq *r = p->backlog;
+		uring_cancel(p, r);
+	}
+	if (p->io_inflight) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		if (!sqe) {
+			io_uring_submit(&p->ring);
+			sqe = io_uring_get_sqe(&p->ring);
+		}
+		if (sqe) {
+			/* CANCEL_ANY (5.19): one SQE for every operation. An
+			 * older kernel refuses it; the ring's exit cancels
+			 * them then, and we wait for the CQEs below anyway. */
+			io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+			io_uring_sqe_set_data64(sqe, UD_IGNORE);
+		}
+	}
+	uint64_t until = ura__now_ns() + wait_ns;
+	while (p->io_inflight) {
+		uint64_t now = ura__now_ns();
+		if (now >= until)
+			break;
+		struct io_uring_cqe *cqe;
+		uint64_t left = until - now;
+		struct __kernel_timespec ts = {
+			.tv_sec = (long long)(left / URA_SEC),
+			.tv_nsec = (long long)(left % URA_SEC),
+		};
+		int ret = io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, &ts, NULL);
+		if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY)
+			break;
+		uring_reap(p);
+	}
+	return p->io_inflight;
+}
+
+void ura__poller_iowq(struct ura__poller *p, const void *cpuset, size_t setsize,
+		      unsigned max_workers)
+{
+	if (p->kind != URA__BACKEND_URING)
+		return;
+	/* io-wq runs the blocking parts of operations (regular file I/O
+	 * without NOWAIT support, openat, fsync) in kernel threads: keep
+	 * them on this worker's node (5.14) and few (5.15). Best effort:
+	 * an older kernel leaves io-wq as it is. */
+	if (cpuset)
+		io_uring_register_iowq_aff(&p->ring, setsize, cpuset);
+	unsigned vals[2] = { max_workers, max_workers };
+	io_uring_register_iowq_max_workers(&p->ring, vals);
 }
 
 int ura__poller_watch(struct ura__poller *p, int fd, unsigned bit)
@@ -217,6 +517,7 @@ int ura__poller_watch(struct ura__poller *p, int fd, unsigned bit)
 		io_uring_prep_poll_multishot(sqe, fd, POLLIN);
 		io_uring_sqe_set_data64(sqe, UD_WATCH + bit);
 		int rc = io_uring_submit(&p->ring);
+		p->io_sq_pending = 0;
 		return rc < 0 ? rc : 0;
 	}
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UD_WATCH + bit };
@@ -251,7 +552,9 @@ void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
 			io_uring_prep_msg_ring(sqe, to->ring.ring_fd, 0, UD_MSG_WAKE, 0);
 			sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
 			io_uring_sqe_set_data64(sqe, UD_IGNORE);
-			if (io_uring_submit(&from->ring) >= 0)
+			int rc = io_uring_submit(&from->ring);
+			from->io_sq_pending = 0;
+			if (rc >= 0)
 				return;
 		}
 	}
@@ -260,6 +563,7 @@ void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
 
 void ura__poller_fini(struct ura__poller *p)
 {
+	ura__epio_fini(p);
 	if (p->kind == URA__BACKEND_URING)
 		io_uring_queue_exit(&p->ring);
 	if (p->epfd >= 0)

@@ -8,6 +8,7 @@
 #include <pthread.h>
 
 #include "actor/actor.h"
+#include "io/io.h"
 #include "ring/ring.h"
 #include "sched/timers.h"
 
@@ -51,7 +52,8 @@ struct ura__wstats {
 	_Atomic uint64_t spawned, stopped, sent, received, unmatched, stashed,
 		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
 		timers_armed, timers_armed_ext, timers_fired, timers_cancelled,
-		signals, steals_remote, cross_node, flushes, flushed;
+		signals, steals_remote, cross_node, flushes, flushed,
+		io_submitted, io_completed;
 };
 
 struct ura__worker {
@@ -87,6 +89,7 @@ struct ura__worker {
 
 	alignas(URA__CACHELINE) struct ura__poller poller;
 	int sig_watching;              /* worker 0: signalfd armed */
+	struct ura__io io;             /* actor I/O (lib/io) */
 
 	/* Timers: the wheel is the owner's; stacks take other threads'. */
 	alignas(URA__CACHELINE) struct ura__timers tm;
@@ -154,6 +157,11 @@ struct ura_system {
 	_Atomic int sig_req;           /* worker 0 should arm the signalfd */
 	ura_ref sig_sub[65];           /* under sig_lock */
 
+	/* Actor I/O (lib/io): per-node thread pools, io-wq cap. */
+	struct ura__pool_threads *pools; /* nnodes */
+	unsigned pool_threads;
+	unsigned io_wq_max;
+
 	/* Groups (actor/group.c). */
 	pthread_mutex_t group_lock;
 	struct ura_group *groups;
@@ -188,8 +196,15 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a);
 /* The one send path: checks, copies, counts, pushes, schedules. */
 int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
 	      ura_atom tag, const ura_value *vals, unsigned n);
-/* Pushes a fired timer's message (already counted as sent). */
+/* Pushes a fired timer's message (already counted as sent); also I/O
+ * completions. */
 void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m);
+/* The handler context's worker and actor (lib/io). */
+struct ura__worker *ura__ctx_worker(ura_ctx *cx);
+struct ura__actor *ura__ctx_actor(ura_ctx *cx);
+/* Actor I/O bookkeeping on the actor (token holder): an operation id
+ * starts or ends (its final completion was handled). */
+int ura__actor_io_track(struct ura__actor *a, int64_t id);
 /* sched/timers.c */
 int ura__timers_init(struct ura__timers *T, uint64_t now, uint64_t slack);
 uint64_t ura__timers_fini(struct ura__worker *w);

@@ -69,6 +69,8 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	struct ura__topo topo;
 	char why[200] = "";
 	unsigned workers = 0, slack_us = 0, steal_us = 0;
+	sys->pool_threads = cfg->pool_threads ? cfg->pool_threads : 2;
+	sys->io_wq_max = cfg->io_wq_max ? cfg->io_wq_max : 4;
 	int rc = ura__topo_discover(&topo, why, sizeof why);
 	if (rc < 0) {
 		if (*why)
@@ -80,7 +82,8 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	if ((rc = parse_uint_env(sys, "URA_WORKERS", 1, MAX_WORKERS, &workers)) < 0 ||
 	    (rc = parse_uint_env(sys, "URA_BATCH", 1, 1u << 20, &sys->batch)) < 0 ||
 	    (rc = parse_uint_env(sys, "URA_TIMER_SLACK_US", 1, 1000000, &slack_us)) < 0 ||
-	    (rc = parse_uint_env(sys, "URA_STEAL_REMOTE_US", 1, 10000000, &steal_us)) < 0)
+	    (rc = parse_uint_env(sys, "URA_STEAL_REMOTE_US", 1, 10000000, &steal_us)) < 0 ||
+	    (rc = parse_uint_env(sys, "URA_POOL_THREADS", 1, 1024, &sys->pool_threads)) < 0)
 		goto fail_topo;
 	if (slack_us)
 		sys->timer_slack_ns = slack_us * URA_USEC;
@@ -133,6 +136,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	}
 	if (sys->nnodes < 2)
 		sys->numa_batch = 0; /* nothing is remote */
+	if (ura__pools_init(sys, sys->pool_threads) < 0) {
+		rc = -ENOMEM;
+		goto fail_alloc;
+	}
 	for (unsigned i = 0; sys->numa_batch && i < workers; i++) {
 		sys->workers[i].outbox = calloc(sys->nnodes, sizeof(struct ura__outbox));
 		if (!sys->workers[i].outbox) {
@@ -172,6 +179,7 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		if (ura__timers_init(&sys->workers[i].tm, now, sys->timer_slack_ns) < 0) {
 			for (unsigned k = 0; k < i; k++)
 				ura__timers_fini(&sys->workers[k]);
+			ura__pools_fini(sys);
 			for (unsigned k = 0; k < sys->nnodes; k++)
 				pthread_mutex_destroy(&sys->nodes[k].inject_lock);
 			free(sys->workers);
@@ -202,6 +210,7 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	*out = sys;
 	return 0;
 fail_alloc:
+	ura__pools_fini(sys);
 	if (sys->workers)
 		for (unsigned i = 0; i < workers; i++)
 			free(sys->workers[i].pool.ret);
@@ -294,6 +303,9 @@ URA_API int ura_system_destroy(ura_system *sys)
 	if (ura__current_worker)
 		return -EDEADLK;
 	ura_system_shutdown(sys);
+	/* Offloaded functions still running finish before any actor's
+	 * destroy callback runs (they may use its state). */
+	ura__pools_fini(sys);
 	uint64_t lost = 0, live = 0;
 	uint32_t hwm = atomic_load(&sys->idx_hwm);
 	for (uint32_t idx = 1; idx < hwm; idx++) {
@@ -330,6 +342,7 @@ URA_API int ura_system_destroy(ura_system *sys)
 	for (unsigned i = 0; i < sys->nworkers; i++) {
 		struct ura__worker *w = &sys->workers[i];
 		lost += ura__timers_fini(w);
+		ura__io_fini(w);
 		ura__pool_drain(&w->pool);
 		ura__poller_close(&w->poller);
 	}
@@ -390,7 +403,12 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->timers_armed += ura__ld(&s->timers_armed) + ura__ld(&s->timers_armed_ext);
 		out->timers_fired += ura__ld(&s->timers_fired);
 		out->timers_cancelled += ura__ld(&s->timers_cancelled);
+		out->io_submitted += ura__ld(&s->io_submitted);
+		out->io_completed += ura__ld(&s->io_completed);
+		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
+	out->io_inflight = out->io_submitted > out->io_completed ?
+				   out->io_submitted - out->io_completed : 0;
 	/* Armed from outside but not yet adopted by a worker count too. */
 	uint64_t ext = atomic_load_explicit(&sys->ext_timers_armed, memory_order_relaxed);
 	uint64_t adopted = 0;

@@ -294,6 +294,8 @@ static int work_visible(struct ura__worker *w)
 		return 1;
 	if (atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
 	    atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
+	    atomic_load_explicit(&w->io.done, memory_order_seq_cst) ||
+	    atomic_load_explicit(&w->io.cancel_req, memory_order_seq_cst) ||
 	    (w->id == 0 && atomic_load_explicit(&sys->sig_req, memory_order_relaxed)))
 		return 1;
 	for (unsigned i = 0; i < sys->nworkers; i++)
@@ -304,6 +306,17 @@ static int work_visible(struct ura__worker *w)
 
 /* Timers, remote cancels and arms, poller events, signal setup: work
  * that is not an actor. Cheap when there is none (no clock read). */
+/* Actor I/O to look at: completions from the pool or cancels from other
+ * workers (always), or a ring with operations in flight (polled every
+ * IO_POLL_EVERY passes: one enter reaps many completions). */
+#define IO_POLL_EVERY 16
+static inline int io_maybe(struct ura__worker *w)
+{
+	return ura__poller_io_active(&w->poller) ||
+	       atomic_load_explicit(&w->io.done, memory_order_relaxed) ||
+	       atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed);
+}
+
 static inline int internal_maybe(struct ura__worker *w)
 {
 	return w->tm.wheel.count || w->poller.events || ura__inbox_ready(w) ||
@@ -426,6 +439,14 @@ static void worker_sleep(struct ura__worker *w)
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
 }
 
+static int service_io(struct ura__worker *w, int force);
+
+/* Actors runnable on this worker (an I/O completion schedules here). */
+static inline int has_local(struct ura__worker *w)
+{
+	return w->next || w->ovf_head || rq_len(&w->rq);
+}
+
 /* Idle: spin (stealing) for a while, then sleep. Returns an actor, or
  * NULL when there is internal work (timers, events) or on shutdown. */
 static struct ura__actor *find_work(struct ura__worker *w)
@@ -440,7 +461,8 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
 		do {
 			if ((a = inject_pop(w)) || (a = steal(w, now)) ||
-			    (internal_maybe(w) && internal_due(w, now))) {
+			    (internal_maybe(w) && internal_due(w, now)) ||
+			    (io_maybe(w) && service_io(w, 1) && has_local(w))) {
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 				return a;
 			}
@@ -456,9 +478,30 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		if (w->pool.ret_dirty)
 			ura__pool_flush(&w->pool);
 		worker_sleep(w);
-		if (internal_maybe(w) && internal_due(w, ura__now_ns()))
+		/* The sleep itself may have delivered I/O completions. */
+		if (has_local(w) || (internal_maybe(w) && internal_due(w, ura__now_ns())) ||
+		    (io_maybe(w) && service_io(w, 1) && has_local(w)))
 			return NULL;
 	}
+}
+
+/* Returns true when I/O completions may have made actors runnable. */
+static int service_io(struct ura__worker *w, int force)
+{
+	int poll = force || w->poller.io_sq_pending >= IO_POLL_EVERY ||
+		   ++w->io.tick % IO_POLL_EVERY == 0;
+	if (!poll && !atomic_load_explicit(&w->io.done, memory_order_relaxed) &&
+	    !atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed))
+		return 0;
+	/* No set_busy: completions move no quiescence counter that matters.
+	 * Each operation counted its final completion as sent when it was
+	 * submitted (busy), so sent > received until the actor has taken
+	 * it, busy again; a multishot's extra messages only add to sent
+	 * while that final one is still owed. */
+	int n = ura__io_service(w, poll);
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
+	return n > 0;
 }
 
 static void service_internal(struct ura__worker *w)
@@ -486,6 +529,22 @@ struct start_sync {
 	unsigned ready;
 	int err;
 };
+
+/* io-wq threads of this worker's ring run on its node's CPUs, capped. */
+static void iowq_setup(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	int any = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (sys->workers[i].node == w->node && sys->workers[i].cpu >= 0) {
+			CPU_SET(sys->workers[i].cpu, &set);
+			any = 1;
+		}
+	ura__poller_iowq(&w->poller, any && !sys->simulated ? &set : NULL, sizeof set,
+			 sys->io_wq_max);
+}
 
 static void *worker_main(void *arg)
 {
@@ -539,10 +598,14 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&ss->lock);
 	if (rc < 0)
 		return NULL;
+	ura__io_init(w);
+	iowq_setup(w);
 
 	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
 		if (ura__unlikely(internal_maybe(w)))
 			service_internal(w);
+		if (ura__unlikely(io_maybe(w)))
+			service_io(w, 0);
 		struct ura__actor *a = pick(w);
 		if (!a) {
 			a = find_work(w);
@@ -556,6 +619,8 @@ static void *worker_main(void *arg)
 		if (w->outbox_dirty)
 			ura__outbox_flush_all(w);
 	}
+	/* Nothing of an actor's may be in the kernel once destroy runs. */
+	ura__io_worker_exit(w);
 	ura__poller_fini(&w->poller);
 	return NULL;
 }

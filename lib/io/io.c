@@ -1,0 +1,782 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Actor I/O: from ura_io_submit to the completion message.
+ *
+ * Accounting for quiescence: submitting counts one message as sent (the
+ * final completion, which every operation delivers exactly once), and each
+ * extra completion of a multishot accept counts one more before it is
+ * posted. So while an operation is in flight, sent > received and the
+ * system is never quiescent; nothing else is needed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io/io.h"
+#include "ring/epoll_io.h"
+#include "sched/sched.h"
+
+#define OPS_SHIFT 10
+#define OPS_CHUNK (1u << OPS_SHIFT)
+#define OPS_MAX_CHUNKS (1u << 14)   /* 16 Mi operations per worker */
+#define IOV_MAX_URA 64
+
+/* Ids: worker (10 bits) | generation (29) | index (24); positive. */
+static inline int64_t op_id(const struct ura__op *op)
+{
+	return (int64_t)(((uint64_t)op->owner << 53) | ((uint64_t)(op->gen & 0x1fffffff) << 24) |
+			 op->idx);
+}
+
+static struct ura__op *op_get(struct ura__io *io, uint32_t idx)
+{
+	if (idx >= io->hwm)
+		return NULL;
+	return &io->chunks[idx >> OPS_SHIFT][idx & (OPS_CHUNK - 1)];
+}
+
+/* Owner: the live record of `id`, or NULL (completed, or never). */
+static struct ura__op *op_find(struct ura__worker *w, int64_t id)
+{
+	uint32_t idx = (uint32_t)id & 0xffffff;
+	uint32_t gen = (uint32_t)((uint64_t)id >> 24) & 0x1fffffff;
+	struct ura__op *op = op_get(&w->io, idx);
+	return op && op->live && (op->gen & 0x1fffffff) == gen ? op : NULL;
+}
+
+static struct ura__op *op_alloc(struct ura__worker *w)
+{
+	struct ura__io *io = &w->io;
+	struct ura__op *op = io->free;
+	if (op) {
+		io->free = op->next;
+	} else {
+		if ((io->hwm & (OPS_CHUNK - 1)) == 0) {
+			uint32_t c = io->hwm >> OPS_SHIFT;
+			if (c >= OPS_MAX_CHUNKS)
+				return NULL;
+			if (c >= io->nchunks) {
+				uint32_t n = io->nchunks ? io->nchunks * 2 : 16;
+				struct ura__op **nc = realloc(io->chunks, n * sizeof *nc);
+				if (!nc)
+					return NULL;
+				io->chunks = nc;
+				io->nchunks = n;
+			}
+			io->chunks[c] = calloc(OPS_CHUNK, sizeof **io->chunks);
+			if (!io->chunks[c])
+				return NULL;
+		}
+		op = &io->chunks[io->hwm >> OPS_SHIFT][io->hwm & (OPS_CHUNK - 1)];
+		op->idx = io->hwm++;
+		op->owner = (uint16_t)w->id;
+	}
+	uint32_t gen = op->gen + 1;
+	if (!(gen & 0x1fffffff))
+		gen++;
+	uint32_t idx = op->idx;
+	uint16_t owner = op->owner;
+	memset(op, 0, sizeof *op);
+	op->idx = idx;
+	op->owner = owner;
+	op->gen = gen;
+	op->live = 1;
+	return op;
+}
+
+static void op_free(struct ura__worker *w, struct ura__op *op)
+{
+	free(op->own);
+	op->own = NULL;
+	op->live = 0;
+	op->next = w->io.free;
+	w->io.free = op;
+}
+
+/* ---- completion ----------------------------------------------------- */
+
+static void deliver(struct ura__worker *w, struct ura__op *op, struct ura_msg *m,
+		    int64_t res, int more)
+{
+	m->vals[0].u.i64 = res;
+	if (op->rq.op == URA_IO_READ || op->rq.op == URA_IO_RECV) {
+		m->vals[1].len = res > 0 ? (uint32_t)res : 0;
+		m->vals[1].u.bytes = (char *)&m->vals[2];
+	}
+	if (more)
+		m->flags |= URA__MF_MORE;
+	op->delivered = 1;
+	if (w->io.exiting) {
+		/* The system is going down: nobody will handle it. Counted
+		 * as received so the books balance. */
+		ura__msg_free(&w->pool, m);
+		ura__inc(&w->st.received);
+		return;
+	}
+	ura__deliver_timer(w, op->actor, m);
+}
+
+static void resubmit(struct ura__worker *w, struct ura__op *op);
+
+/* One of many completions (a multishot accept): a message of its own,
+ * a copy of the prepared one. */
+static void deliver_extra(struct ura__worker *w, struct ura__op *op, int64_t res)
+{
+	size_t size = sizeof(struct ura_msg) + sizeof(ura_value);
+	struct ura_msg *m = ura__msg_alloc(&w->pool, size);
+	if (!m) {
+		/* No memory for the message: the connection is refused
+		 * rather than leaked (as with EMFILE). */
+		if (res >= 0)
+			close((int)res);
+		ura__log(w->sys, URA_LOG_ERROR, "accept: connection dropped: %s",
+			 ura_strerror(-ENOMEM));
+		return;
+	}
+	uint8_t cls = m->cls;
+	memcpy(m, op->m, size);
+	m->cls = cls;
+	/* Counted before the push, like every send. */
+	ura__inc(&w->st.sent);
+	deliver(w, op, m, res, 1);
+}
+
+/* The attempt is over (its CQE and its timer's, if any). */
+static void attempt_done(struct ura__worker *w, struct ura__op *op, int64_t res)
+{
+	if (op->timer_fired && (res == -ECANCELED || res == -EINTR))
+		res = -ETIME;
+	int op_kind = op->rq.op;
+	if ((op_kind == URA_IO_WRITE || op_kind == URA_IO_SEND) && res >= 0) {
+		op->done += (size_t)res;
+		if (res > 0 && (size_t)res < op->rq.len && !w->io.exiting) {
+			/* A short write: the rest goes out before we report,
+			 * so the caller sees all of it or an error. */
+			op->rq.buf = (char *)op->rq.buf + res;
+			op->rq.len -= (size_t)res;
+			if (op->rq.off != -1 && op_kind == URA_IO_WRITE)
+				op->rq.off += res;
+			resubmit(w, op);
+			return;
+		}
+		res = (int64_t)op->done;
+	}
+	/* An error after some bytes went out: the error wins; the caller
+	 * must not assume any of it arrived. */
+	if (op->rearm && !w->io.exiting &&
+	    (res >= 0 || res == -ECONNABORTED || res == -EINTR || res == -EAGAIN)) {
+		/* Accept without kernel multishot (or a multishot the kernel
+		 * ended): deliver and go again. */
+		if (res >= 0)
+			deliver_extra(w, op, res);
+		resubmit(w, op);
+		return;
+	}
+	struct ura_msg *m = op->m;
+	op->m = NULL;
+	ura__inc(&w->st.io_completed);
+	deliver(w, op, m, res, 0);
+	op_free(w, op);
+}
+
+static void resubmit(struct ura__worker *w, struct ura__op *op)
+{
+	op->ncqe = op->rq.timeout_ns ? 2 : 1;
+	op->timer_fired = 0;
+	int rc = ura__poller_submit(&w->poller, &op->rq);
+	if (rc < 0) {
+		op->rearm = 0;
+		op->done = 0;
+		attempt_done(w, op, rc);
+	}
+}
+
+/* ura__io_cb: every CQE of an operation (and of its timer) lands here. */
+static void on_io(void *ctx, struct ura__ioreq *r, int res, int more, int timer)
+{
+	struct ura__worker *w = ctx;
+	struct ura__op *op = (struct ura__op *)r; /* rq is the first member */
+	if (timer) {
+		if (res == -ETIME)
+			op->timer_fired = 1;
+	} else if (more) {
+		deliver_extra(w, op, res);
+		return;
+	} else {
+		op->first_res = res;
+		if (res == -EINVAL && op->rq.op == URA_IO_ACCEPT &&
+		    (op->rq.flags & URA_IO_MULTISHOT) && !op->delivered && !op->rearm) {
+			/* A kernel without multishot accept (before 5.19):
+			 * accept one at a time, re-arming after each. */
+			op->rearm = 1;
+			op->rq.flags &= ~URA_IO_MULTISHOT;
+			if (op->ncqe == 1) {
+				resubmit(w, op);
+				return;
+			}
+		} else if (!op->rearm && op->rq.op == URA_IO_ACCEPT &&
+			   (op->rq.flags & URA_IO_MULTISHOT) && res >= 0) {
+			/* The kernel ended a multishot accept with a success
+			 * (CQ pressure): deliver it and arm again. */
+			op->rearm = 1;
+		}
+	}
+	if (--op->ncqe)
+		return;
+	attempt_done(w, op, op->first_res);
+}
+
+/* ura__pool_cb: the epoll backend hands a blocking call to the pool. */
+static void to_pool(void *ctx, struct ura__ioreq *r);
+
+/* ---- submit --------------------------------------------------------- */
+
+static int check_req(const ura_io_req *r)
+{
+	switch (r->op) {
+	case URA_IO_READ: case URA_IO_RECV:
+		if (r->len > URA_IO_MAX_LEN)
+			return -EINVAL;
+		break;
+	case URA_IO_WRITE: case URA_IO_SEND:
+		if (r->len > URA_IO_MAX_LEN || (r->len && !r->buf))
+			return -EINVAL;
+		break;
+	case URA_IO_READV: case URA_IO_WRITEV:
+		if (!r->iov || r->iovcnt < 1 || r->iovcnt > IOV_MAX_URA)
+			return -EINVAL;
+		for (int i = 0; i < r->iovcnt; i++)
+			if (r->iov[i].iov_len && !r->iov[i].iov_base)
+				return -EINVAL;
+		break;
+	case URA_IO_ACCEPT:
+		if (r->flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC | URA_IO_MULTISHOT))
+			return -EINVAL;
+		if ((r->flags & URA_IO_MULTISHOT) && r->timeout_ns)
+			return -EINVAL;
+		break;
+	case URA_IO_CONNECT:
+		if (!r->addr || r->addrlen < sizeof(sa_family_t) ||
+		    r->addrlen > sizeof(struct sockaddr_storage))
+			return -EINVAL;
+		break;
+	case URA_IO_OPENAT:
+		if (!r->path)
+			return -EINVAL;
+		if (strnlen(r->path, PATH_MAX) >= PATH_MAX)
+			return -ENAMETOOLONG;
+		return r->fd < 0 && r->fd != AT_FDCWD ? -EBADF : 0;
+	case URA_IO_CLOSE: case URA_IO_FSYNC:
+		if (r->op == URA_IO_FSYNC && (r->flags & ~URA_IO_DATASYNC))
+			return -EINVAL;
+		break;
+	case URA_IO_POLL:
+		if (!r->events)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (r->op != URA_IO_RECV && r->op != URA_IO_SEND && r->op != URA_IO_ACCEPT &&
+	    r->op != URA_IO_FSYNC && r->flags && r->op != URA_IO_OPENAT)
+		return -EINVAL;
+	if (r->offset < -1)
+		return -EINVAL;
+	if (r->timeout_ns > URA_MAX_DELAY)
+		return -EINVAL;
+	return r->fd < 0 ? -EBADF : 0;
+}
+
+/* The completion message, made now so that a completion never needs
+ * memory: "ib" with room for len bytes, or "i". */
+static struct ura_msg *make_completion(struct ura__worker *w, struct ura__actor *a,
+				       const ura_io_req *r, ura_atom tag, int64_t id)
+{
+	int data = r->op == URA_IO_READ || r->op == URA_IO_RECV;
+	ura_value v[2] = { ura_v_i64(0), ura_v_bytes(NULL, 0) };
+	size_t size = sizeof(struct ura_msg) + (data ? 2 : 1) * sizeof(ura_value) +
+		      (data ? r->len : 0);
+	struct ura_msg *m = ura__msg_alloc(&w->pool, size);
+	if (!m)
+		return NULL;
+	ura__msg_fill(m, tag, URA_NOREF, v, data ? 2 : 1);
+	m->from.id = (uint64_t)id;
+	m->kind = URA__MK_IO;
+	m->to_gen = atomic_load_explicit(&a->gen, memory_order_relaxed);
+	return m;
+}
+
+URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
+{
+	if (!cx || !r || !tag)
+		return -EINVAL;
+	struct ura__worker *w = ura__ctx_worker(cx);
+	struct ura__actor *a = ura__ctx_actor(cx);
+	/* An init callback run by ura_spawn_sys has no worker, so no ring:
+	 * start I/O from a handler (send yourself a message from init). */
+	if (!w)
+		return -EPERM;
+	int rc = check_req(r);
+	if (rc < 0)
+		return rc;
+	if (atomic_load_explicit(&w->sys->shutdown, memory_order_relaxed))
+		return -ESHUTDOWN;
+	struct ura__op *op = op_alloc(w);
+	if (!op)
+		return -ENOMEM;
+	int64_t id = op_id(op);
+	op->m = make_completion(w, a, r, tag, id);
+	if (!op->m) {
+		op_free(w, op);
+		return -ENOMEM;
+	}
+	struct ura__ioreq *q = &op->rq;
+	q->op = r->op;
+	q->fd = r->fd;
+	q->flags = r->flags;
+	q->events = r->events;
+	q->mode = r->mode;
+	q->off = r->offset;
+	q->timeout_ns = r->timeout_ns;
+	q->len = r->len;
+	rc = 0;
+	switch (r->op) {
+	case URA_IO_READ: case URA_IO_RECV:
+		q->buf = (char *)&op->m->vals[2];
+		break;
+	case URA_IO_WRITE: case URA_IO_SEND:
+		/* Copied, like the values of a send: the caller's buffer is
+		 * free again when we return. */
+		if (r->len) {
+			op->own = malloc(r->len);
+			if (!op->own) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(op->own, r->buf, r->len);
+		}
+		q->buf = op->own;
+		break;
+	case URA_IO_READV: case URA_IO_WRITEV:
+		/* The array is copied; the memory it points at is the
+		 * actor's, pinned until the completion (or its destroy). */
+		op->own = malloc((size_t)r->iovcnt * sizeof(struct iovec));
+		if (!op->own) {
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(op->own, r->iov, (size_t)r->iovcnt * sizeof(struct iovec));
+		q->iov = op->own;
+		q->iovcnt = r->iovcnt;
+		break;
+	case URA_IO_OPENAT:
+		op->own = strdup(r->path);
+		if (!op->own)
+			rc = -ENOMEM;
+		q->path = op->own;
+		break;
+	case URA_IO_CONNECT:
+		memcpy(&q->addr, r->addr, r->addrlen);
+		q->addrlen = r->addrlen;
+		break;
+	default:
+		break;
+	}
+	if (rc == 0)
+		rc = ura__actor_io_track(a, id);
+	if (rc < 0) {
+		ura__msg_free(&w->pool, op->m);
+		op_free(w, op);
+		return rc;
+	}
+	op->actor = ura_self(cx);
+	op->tag = tag;
+	op->ncqe = r->timeout_ns ? 2 : 1;
+	/* The final completion, counted as sent now (see the top). */
+	ura__inc(&w->st.sent);
+	ura__inc(&w->st.io_submitted);
+	rc = ura__poller_submit(&w->poller, q);
+	if (rc < 0) {
+		/* Refused before it started: it completes with the error,
+		 * as a message, like any other failure of the operation. */
+		op->ncqe = 1;
+		op->timer_fired = 0;
+		attempt_done(w, op, rc);
+	}
+	return id;
+}
+
+/* ---- offload -------------------------------------------------------- */
+
+URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg)
+{
+	if (!cx || !fn || !tag)
+		return -EINVAL;
+	struct ura__worker *w = ura__ctx_worker(cx);
+	struct ura__actor *a = ura__ctx_actor(cx);
+	if (!w)
+		return -EPERM;
+	if (atomic_load_explicit(&w->sys->shutdown, memory_order_relaxed))
+		return -ESHUTDOWN;
+	struct ura__op *op = op_alloc(w);
+	if (!op)
+		return -ENOMEM;
+	int64_t id = op_id(op);
+	ura_io_req fake = { 0 };
+	fake.op = URA__OP_OFFLOAD;
+	op->m = make_completion(w, a, &fake, tag, id);
+	int rc = op->m ? ura__actor_io_track(a, id) : -ENOMEM;
+	if (rc < 0) {
+		if (op->m)
+			ura__msg_free(&w->pool, op->m);
+		op_free(w, op);
+		return rc;
+	}
+	op->rq.op = URA__OP_OFFLOAD;
+	op->actor = ura_self(cx);
+	op->tag = tag;
+	op->fn = fn;
+	op->arg = arg;
+	op->ncqe = 1;
+	ura__inc(&w->st.sent);
+	ura__inc(&w->st.io_submitted);
+	atomic_store_explicit(&op->rq.job_state, URA__JOB_QUEUED, memory_order_relaxed);
+	to_pool(w, &op->rq);
+	return id;
+}
+
+/* ---- the pool ------------------------------------------------------- */
+
+static void *pool_main(void *arg)
+{
+	struct ura__pool_threads *pt = arg;
+	ura_system *sys = pt->sys;
+	/* Blocking calls may be interrupted; signals ura delivers as
+	 * messages are never ours to take. */
+	sigset_t all;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&pt->lock);
+	for (;;) {
+		while (!pt->head && !pt->stop)
+			pthread_cond_wait(&pt->cond, &pt->lock);
+		if (!pt->head)
+			break; /* stop, and nothing queued */
+		struct ura__op *op = pt->head;
+		pt->head = op->next;
+		if (!pt->head)
+			pt->tail = NULL;
+		pthread_mutex_unlock(&pt->lock);
+		if (op->rq.op == URA__OP_OFFLOAD) {
+			int q = URA__JOB_QUEUED;
+			/* acq_rel: pairs with a cancel's CAS (ura_io_cancel). */
+			if (atomic_compare_exchange_strong_explicit(&op->rq.job_state, &q,
+								    URA__JOB_RUNNING,
+								    memory_order_acq_rel,
+								    memory_order_acquire))
+				op->res = op->fn(op->arg);
+			else
+				op->res = -ECANCELED;
+		} else {
+			op->res = ura__epio_blocking(&op->rq);
+		}
+		/* Home to the owner: a stack it takes whole. seq_cst: pairs
+		 * with the owner's fence before it sleeps (worker_sleep):
+		 * either it sees the job, or ura__wake sees it asleep. */
+		struct ura__worker *w = &sys->workers[op->owner];
+		struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
+		do
+			op->next = old;
+		while (!atomic_compare_exchange_weak_explicit(&w->io.done, &old, op,
+							      memory_order_seq_cst,
+							      memory_order_relaxed));
+		ura__wake(NULL, w);
+		pthread_mutex_lock(&pt->lock);
+	}
+	pthread_mutex_unlock(&pt->lock);
+	return NULL;
+}
+
+static int pool_start(ura_system *sys, struct ura__pool_threads *pt)
+{
+	pt->threads = calloc(pt->want, sizeof *pt->threads);
+	if (!pt->threads)
+		return -ENOMEM;
+	/* The node's CPUs, so the pool's memory traffic stays home. */
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	int any = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (sys->workers[i].node == pt->node && sys->workers[i].cpu >= 0) {
+			CPU_SET(sys->workers[i].cpu, &set);
+			any = 1;
+		}
+	for (unsigned i = 0; i < pt->want; i++) {
+		pthread_attr_t at;
+		pthread_attr_init(&at);
+		if (any && !sys->simulated)
+			pthread_attr_setaffinity_np(&at, sizeof set, &set);
+		int rc = pthread_create(&pt->threads[i], &at, pool_main, pt);
+		pthread_attr_destroy(&at);
+		if (rc) {
+			if (!pt->n)
+				return -rc;
+			break; /* fewer threads, still a pool */
+		}
+		pt->n++;
+	}
+	return 0;
+}
+
+static void to_pool(void *ctx, struct ura__ioreq *r)
+{
+	struct ura__worker *w = ctx;
+	struct ura__op *op = (struct ura__op *)r;
+	struct ura__pool_threads *pt = &w->sys->pools[w->node];
+	pthread_mutex_lock(&pt->lock);
+	if (!pt->started) {
+		/* Started on first use: most programs never offload. */
+		pt->started = 1;
+		int rc = pool_start(w->sys, pt);
+		if (rc < 0)
+			ura__log(w->sys, URA_LOG_ERROR, "node %u: pool threads: %s", pt->node,
+				 ura_strerror(rc));
+	}
+	if (!pt->n) {
+		pthread_mutex_unlock(&pt->lock);
+		/* No thread to run it: it fails, as a completion. */
+		op->res = -EAGAIN;
+		atomic_store_explicit(&r->job_state, URA__JOB_CANCELLED, memory_order_relaxed);
+		struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
+		do
+			op->next = old;
+		while (!atomic_compare_exchange_weak_explicit(&w->io.done, &old, op,
+							      memory_order_seq_cst,
+							      memory_order_relaxed));
+		return;
+	}
+	op->next = NULL;
+	if (pt->tail)
+		pt->tail->next = op;
+	else
+		pt->head = op;
+	pt->tail = op;
+	pthread_cond_signal(&pt->cond);
+	pthread_mutex_unlock(&pt->lock);
+}
+
+int ura__pools_init(ura_system *sys, unsigned threads)
+{
+	sys->pools = calloc(sys->nnodes, sizeof *sys->pools);
+	if (!sys->pools)
+		return -ENOMEM;
+	for (unsigned i = 0; i < sys->nnodes; i++) {
+		struct ura__pool_threads *pt = &sys->pools[i];
+		pthread_mutex_init(&pt->lock, NULL);
+		pthread_cond_init(&pt->cond, NULL);
+		pt->want = threads;
+		pt->sys = sys;
+		pt->node = i;
+	}
+	return 0;
+}
+
+void ura__pools_fini(ura_system *sys)
+{
+	if (!sys->pools)
+		return;
+	for (unsigned i = 0; i < sys->nnodes; i++) {
+		struct ura__pool_threads *pt = &sys->pools[i];
+		pthread_mutex_lock(&pt->lock);
+		pt->stop = 1;
+		/* Jobs not started are dropped (their records go with the
+		 * workers' tables); running ones finish first. */
+		pt->head = pt->tail = NULL;
+		pthread_cond_broadcast(&pt->cond);
+		pthread_mutex_unlock(&pt->lock);
+		for (unsigned k = 0; k < pt->n; k++)
+			pthread_join(pt->threads[k], NULL);
+		free(pt->threads);
+		pthread_mutex_destroy(&pt->lock);
+		pthread_cond_destroy(&pt->cond);
+	}
+	free(sys->pools);
+	sys->pools = NULL;
+}
+
+/* ---- cancel --------------------------------------------------------- */
+
+static void cancel_local(struct ura__worker *w, int64_t id)
+{
+	struct ura__op *op = op_find(w, id);
+	if (!op)
+		return;
+	if (op->rq.op == URA__OP_OFFLOAD) {
+		int q = URA__JOB_QUEUED;
+		/* acq_rel: pairs with the pool thread's CAS to RUNNING. */
+		atomic_compare_exchange_strong_explicit(&op->rq.job_state, &q, URA__JOB_CANCELLED,
+							memory_order_acq_rel, memory_order_acquire);
+		return;
+	}
+	op->rearm = 0;
+	/* Last: the backend may complete (and free) the operation here. */
+	ura__poller_cancel(&w->poller, &op->rq);
+}
+
+static void cancel_id(struct ura__worker *self, ura_system *sys, int64_t id)
+{
+	unsigned owner = (unsigned)((uint64_t)id >> 53);
+	if (owner >= sys->nworkers)
+		return;
+	struct ura__worker *w = &sys->workers[owner];
+	if (w == self) {
+		cancel_local(w, id);
+		return;
+	}
+	pthread_mutex_lock(&w->io.cancel_lock);
+	if (w->io.ncancel == w->io.capcancel) {
+		unsigned cap = w->io.capcancel ? w->io.capcancel * 2 : 16;
+		uint64_t *n = realloc(w->io.cancels, cap * sizeof *n);
+		if (!n) {
+			pthread_mutex_unlock(&w->io.cancel_lock);
+			ura__log(sys, URA_LOG_ERROR, "I/O cancel lost: %s", ura_strerror(-ENOMEM));
+			return;
+		}
+		w->io.cancels = n;
+		w->io.capcancel = cap;
+	}
+	w->io.cancels[w->io.ncancel++] = (uint64_t)id;
+	pthread_mutex_unlock(&w->io.cancel_lock);
+	/* seq_cst: pairs with the owner's fence before it sleeps. */
+	atomic_store_explicit(&w->io.cancel_req, 1, memory_order_seq_cst);
+	ura__wake(self, w);
+}
+
+URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
+{
+	if (!cx || id <= 0)
+		return -EINVAL;
+	struct ura__actor *a = ura__ctx_actor(cx);
+	struct ura__aio *l = a->x ? a->x->io : NULL;
+	for (uint32_t i = 0; l && i < l->n; i++)
+		if (l->id[i] == id) {
+			cancel_id(ura__ctx_worker(cx), ura_ctx_system(cx), id);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void ura__io_cancel_all(struct ura__worker *w, struct ura__actor *a)
+{
+	struct ura__aio *l = a->x ? a->x->io : NULL;
+	if (!l)
+		return;
+	/* Copy: a local cancel may complete an operation at once, and its
+	 * completion message only edits the list in a later turn anyway,
+	 * but the ids must be read before anything else runs. */
+	for (uint32_t i = 0; i < l->n; i++)
+		cancel_id(w, w->sys, l->id[i]);
+}
+
+URA_API ura_io ura_io_id(const ura_msg *m)
+{
+	return m && m->kind == URA__MK_IO ? (ura_io)m->from.id : 0;
+}
+
+URA_API int ura_io_more(const ura_msg *m)
+{
+	return m && m->kind == URA__MK_IO && (m->flags & URA__MF_MORE);
+}
+
+/* ---- the worker's side ---------------------------------------------- */
+
+int ura__io_service(struct ura__worker *w, int poll)
+{
+	int n = 0;
+	if (atomic_load_explicit(&w->io.done, memory_order_relaxed)) {
+		/* acquire: pairs with the pool threads' pushes. */
+		struct ura__op *list = atomic_exchange_explicit(&w->io.done, NULL,
+								memory_order_acquire);
+		while (list) {
+			struct ura__op *op = list;
+			list = op->next;
+			n++;
+			if (op->rq.op == URA__OP_OFFLOAD) {
+				op->ncqe = 1;
+				attempt_done(w, op, op->res);
+			} else {
+				ura__poller_pool_done(&w->poller, &op->rq, (int)op->res);
+			}
+		}
+	}
+	if (atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed)) {
+		atomic_store_explicit(&w->io.cancel_req, 0, memory_order_relaxed);
+		pthread_mutex_lock(&w->io.cancel_lock);
+		unsigned k = w->io.ncancel;
+		uint64_t small[64], *ids = k <= 64 ? small : malloc(k * sizeof *ids);
+		if (ids)
+			memcpy(ids, w->io.cancels, k * sizeof *ids);
+		w->io.ncancel = 0;
+		pthread_mutex_unlock(&w->io.cancel_lock);
+		for (unsigned i = 0; ids && i < k; i++)
+			cancel_local(w, (int64_t)ids[i]);
+		if (ids != small)
+			free(ids);
+	}
+	if (poll && (ura__poller_io_active(&w->poller))) {
+		int rc = ura__poller_poll(&w->poller);
+		if (rc > 0)
+			n += rc;
+	}
+	return n;
+}
+
+int ura__io_init(struct ura__worker *w)
+{
+	pthread_mutex_init(&w->io.cancel_lock, NULL);
+	w->poller.on_io = on_io;
+	w->poller.to_pool = to_pool;
+	w->poller.io_ctx = w;
+	return 0;
+}
+
+void ura__io_worker_exit(struct ura__worker *w)
+{
+	w->io.exiting = 1;
+	unsigned left = ura__poller_drain(&w->poller, 2 * URA_SEC);
+	if (left)
+		ura__log(w->sys, URA_LOG_ERROR,
+			 "worker %u: %u I/O operations did not finish at shutdown; "
+			 "their buffers are leaked, not freed", w->id, left);
+	/* Readiness waiters of the epoll backend never reached the kernel:
+	 * their records go with the table. */
+}
+
+void ura__io_fini(struct ura__worker *w)
+{
+	struct ura__io *io = &w->io;
+	/* Pool jobs that came back after the worker stopped. */
+	struct ura__op *list = atomic_exchange_explicit(&io->done, NULL, memory_order_acquire);
+	(void)list; /* records are freed with the table below */
+	for (uint32_t i = 0; i < io->hwm; i++) {
+		struct ura__op *op = op_get(io, i);
+		if (!op->live)
+			continue;
+		if (op->m)
+			ura__arena_drop(&w->sys->arena, op->m, 1);
+		free(op->own);
+	}
+	for (uint32_t c = 0; c < (io->hwm + OPS_CHUNK - 1) >> OPS_SHIFT; c++)
+		free(io->chunks[c]);
+	free(io->chunks);
+	free(io->cancels);
+	pthread_mutex_destroy(&io->cancel_lock);
+	memset(io, 0, sizeof *io);
+}

@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Actor I/O where io_uring is refused: the same operations and the same
+ * completion protocol as ring.c, made of epoll readiness plus non-blocking
+ * system calls, and a thread pool for files and blocking calls.
+ *
+ * An fd is registered level-triggered while operations wait on it and
+ * stays registered after, so a connection that keeps a receive pending
+ * costs no epoll_ctl per operation; an event for an fd with no waiter
+ * removes it. Because close(2) outside ura silently drops an fd from
+ * epoll, the first waiter after an idle spell re-checks the registration
+ * (EPOLL_CTL_MOD, re-added on ENOENT).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ring/epoll_io.h"
+#include "util/util.h"
+
+enum { EPS_IDLE = 0, EPS_WAIT, EPS_POOL, EPS_DONE };
+
+struct ep_fd {
+	struct ura__ioreq *head[2], *tail[2]; /* waiters: in, out */
+	uint32_t reg;                         /* events registered, 0: none */
+	uint8_t known;                        /* registered at some point */
+};
+
+struct ura__epio {
+	struct ep_fd *fds;
+	int cap;
+	struct ura__ioreq *done, *done_tail;  /* completions made in submit */
+	struct ura__ioreq *timed;             /* operations with a deadline */
+};
+
+static struct ura__epio *ep_get(struct ura__poller *p)
+{
+	if (!p->ep)
+		p->ep = calloc(1, sizeof *p->ep);
+	return p->ep;
+}
+
+static struct ep_fd *fd_slot(struct ura__epio *e, int fd)
+{
+	if (fd >= e->cap) {
+		int cap = e->cap ? e->cap : 64;
+		while (cap <= fd)
+			cap *= 2;
+		struct ep_fd *n = realloc(e->fds, (size_t)cap * sizeof *n);
+		if (!n)
+			return NULL;
+		memset(n + e->cap, 0, (size_t)(cap - e->cap) * sizeof *n);
+		e->fds = n;
+		e->cap = cap;
+	}
+	return &e->fds[fd];
+}
+
+static void timed_del(struct ura__epio *e, struct ura__ioreq *r)
+{
+	if (!r->timer_live)
+		return;
+	if (r->tm_prev)
+		r->tm_prev->tm_next = r->tm_next;
+	else
+		e->timed = r->tm_next;
+	if (r->tm_next)
+		r->tm_next->tm_prev = r->tm_prev;
+	r->tm_next = r->tm_prev = NULL;
+}
+
+/* The final completion of r (and of its deadline, if still armed). */
+static void finish(struct ura__poller *p, struct ura__ioreq *r, int res)
+{
+	struct ura__epio *e = p->ep;
+	r->state = EPS_IDLE;
+	if (r->timer_live) {
+		timed_del(e, r);
+		r->timer_live = 0;
+		p->on_io(p->io_ctx, r, -ECANCELED, 0, 1);
+	}
+	p->on_io(p->io_ctx, r, res, 0, 0);
+}
+
+/* Completion decided inside submit: delivered at the next poll, never
+ * from inside the call that started the operation. */
+static void defer_done(struct ura__poller *p, struct ura__ioreq *r, int res)
+{
+	struct ura__epio *e = p->ep;
+	r->res = res;
+	r->state = EPS_DONE;
+	r->bk_next = NULL;
+	if (e->done_tail)
+		e->done_tail->bk_next = r;
+	else
+		e->done = r;
+	e->done_tail = r;
+	p->io_inflight++;
+}
+
+static int dir_of(const struct ura__ioreq *r)
+{
+	switch (r->op) {
+	case URA_IO_WRITE: case URA_IO_WRITEV: case URA_IO_SEND: case URA_IO_CONNECT:
+		return 1;
+	case URA_IO_POLL:
+		return (r->events & (POLLIN | POLLPRI | POLLRDHUP)) ? 0 : 1;
+	default:
+		return 0;
+	}
+}
+
+/* Makes epoll watch f for what its waiters need. -EPERM: epoll cannot
+ * wait on this fd (a regular file): the pool takes it. */
+static int rearm(struct ura__poller *p, int fd, struct ep_fd *f, int recheck)
+{
+	uint32_t want = (f->head[0] ? EPOLLIN | EPOLLRDHUP : 0) | (f->head[1] ? EPOLLOUT : 0);
+	if (want == f->reg && !recheck)
+		return 0;
+	struct epoll_event ev = { .events = want, .data.u64 = URA__UD_IO | (uint64_t)fd };
+	int rc = -1;
+	if (f->reg || f->known) {
+		rc = epoll_ctl(p->epfd, want ? EPOLL_CTL_MOD : EPOLL_CTL_DEL, fd, &ev);
+		if (rc < 0 && errno != ENOENT)
+			return -errno;
+	}
+	if (rc < 0 && want) {
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+			return -errno;
+	}
+	f->known = want != 0;
+	f->reg = want;
+	return 0;
+}
+
+static void waiter_add(struct ep_fd *f, struct ura__ioreq *r)
+{
+	int d = r->dir;
+	r->bk_next = NULL;
+	if (f->tail[d])
+		f->tail[d]->bk_next = r;
+	else
+		f->head[d] = r;
+	f->tail[d] = r;
+}
+
+static int waiter_del(struct ep_fd *f, struct ura__ioreq *r)
+{
+	int d = r->dir;
+	struct ura__ioreq *prev = NULL;
+	for (struct ura__ioreq *q = f->head[d]; q; prev = q, q = q->bk_next) {
+		if (q != r)
+			continue;
+		if (prev)
+			prev->bk_next = q->bk_next;
+		else
+			f->head[d] = q->bk_next;
+		if (f->tail[d] == q)
+			f->tail[d] = prev;
+		return 1;
+	}
+	return 0;
+}
+
+static int to_pool(struct ura__poller *p, struct ura__ioreq *r)
+{
+	r->state = EPS_POOL;
+	atomic_store_explicit(&r->job_state, URA__JOB_QUEUED, memory_order_relaxed);
+	p->to_pool(p->io_ctx, r);
+	return 0;
+}
+
+/* One non-blocking attempt. Returns the result, or -EAGAIN to wait.
+ * *more is set for a multishot accept that should keep going. */
+static int attempt(struct ura__ioreq *r, uint32_t revents)
+{
+	ssize_t n;
+	switch (r->op) {
+	case URA_IO_RECV:
+		n = recv(r->fd, r->buf, r->len, r->flags | MSG_DONTWAIT);
+		break;
+	case URA_IO_SEND:
+		n = send(r->fd, r->buf, r->len, r->flags | MSG_DONTWAIT | MSG_NOSIGNAL);
+		break;
+	/* Pollable fds that are not files (pipes, terminals, eventfds,
+	 * sockets) have no position: the offset is ignored, as io_uring
+	 * does for them. Only called after readiness. */
+	case URA_IO_READ:
+		n = read(r->fd, r->buf, r->len);
+		break;
+	case URA_IO_WRITE:
+		n = write(r->fd, r->buf, r->len);
+		break;
+	case URA_IO_READV:
+		n = readv(r->fd, r->iov, r->iovcnt);
+		break;
+	case URA_IO_WRITEV:
+		n = writev(r->fd, r->iov, r->iovcnt);
+		break;
+	case URA_IO_ACCEPT:
+		n = accept4(r->fd, NULL, NULL, (r->flags & SOCK_NONBLOCK) | SOCK_CLOEXEC);
+		break;
+	case URA_IO_CONNECT: {
+		int err = 0;
+		socklen_t l = sizeof err;
+		if (getsockopt(r->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
+			err = errno;
+		if (r->saved_fl >= 0)
+			fcntl(r->fd, F_SETFL, r->saved_fl);
+		return -err;
+	}
+	case URA_IO_POLL: {
+		int ev = (int)(revents & (r->events | POLLERR | POLLHUP));
+		return ev ? ev : -EAGAIN;
+	}
+	default:
+		return -EINVAL;
+	}
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : (errno == EINTR ? -EAGAIN : -errno);
+	return (int)n;
+}
+
+int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
+{
+	struct ura__epio *e = ep_get(p);
+	if (!e)
+		return -ENOMEM;
+	r->timer_live = 0;
+	r->tm_next = r->tm_prev = NULL;
+	if (r->timeout_ns) {
+		r->deadline = ura__now_ns() + r->timeout_ns;
+		r->timer_live = 1;
+		r->tm_next = e->timed;
+		if (e->timed)
+			e->timed->tm_prev = r;
+		e->timed = r;
+	}
+	switch (r->op) {
+	case URA_IO_OPENAT: case URA_IO_CLOSE: case URA_IO_FSYNC:
+		if (r->op == URA_IO_CLOSE && r->fd < e->cap && r->fd >= 0) {
+			/* Waiters on a closing fd end now, as they would
+			 * hang forever once epoll forgets the fd. */
+			struct ep_fd *f = &e->fds[r->fd];
+			for (int d = 0; d < 2; d++)
+				while (f->head[d]) {
+					struct ura__ioreq *q = f->head[d];
+					f->head[d] = q->bk_next;
+					p->io_inflight--;
+					finish(p, q, -EBADF);
+				}
+			f->tail[0] = f->tail[1] = NULL;
+			if (f->reg)
+				epoll_ctl(p->epfd, EPOLL_CTL_DEL, r->fd, NULL);
+			f->reg = 0;
+			f->known = 0;
+		}
+		return to_pool(p, r);
+	default:
+		break;
+	}
+	struct ep_fd *f = fd_slot(e, r->fd);
+	if (!f) {
+		timed_del(e, r);
+		return -ENOMEM;
+	}
+	r->dir = (uint8_t)dir_of(r);
+	if (r->op == URA_IO_CONNECT) {
+		/* A blocking connect would stall the worker: made
+		 * non-blocking for the call, restored at completion. */
+		r->saved_fl = fcntl(r->fd, F_GETFL);
+		if (r->saved_fl < 0) {
+			defer_done(p, r, -errno);
+			return 0;
+		}
+		if (!(r->saved_fl & O_NONBLOCK))
+			fcntl(r->fd, F_SETFL, r->saved_fl | O_NONBLOCK);
+		else
+			r->saved_fl = -1;
+		int c = connect(r->fd, (struct sockaddr *)&r->addr, r->addrlen);
+		if (c == 0 || errno != EINPROGRESS) {
+			int res = c == 0 ? 0 : -errno;
+			if (r->saved_fl >= 0)
+				fcntl(r->fd, F_SETFL, r->saved_fl);
+			defer_done(p, r, res);
+			return 0;
+		}
+	} else if (r->op == URA_IO_ACCEPT) {
+		/* Several workers may wait on one listener: only a
+		 * non-blocking accept is safe after a shared readiness. */
+		int fl = fcntl(r->fd, F_GETFL);
+		if (fl >= 0 && !(fl & O_NONBLOCK))
+			fcntl(r->fd, F_SETFL, fl | O_NONBLOCK);
+	} else if (r->op == URA_IO_SEND || r->op == URA_IO_RECV) {
+		/* Sockets take MSG_DONTWAIT: try at once, wait only if
+		 * that would block (a send mostly succeeds). */
+		int res = attempt(r, 0);
+		if (res != -EAGAIN) {
+			defer_done(p, r, res);
+			return 0;
+		}
+	}
+	int recheck = !f->head[0] && !f->head[1];
+	waiter_add(f, r);
+	r->state = EPS_WAIT;
+	int rc = rearm(p, r->fd, f, recheck);
+	if (rc < 0) {
+		waiter_del(f, r);
+		if (rc == -EPERM) /* a regular file: epoll cannot wait on it */
+			return to_pool(p, r);
+		defer_done(p, r, rc);
+		return 0;
+	}
+	p->io_inflight++;
+	return 0;
+}
+
+void ura__epio_ready(struct ura__poller *p, int fd, uint32_t events)
+{
+	struct ura__epio *e = p->ep;
+	if (!e || fd >= e->cap)
+		return;
+	struct ep_fd *f = &e->fds[fd];
+	int had = f->head[0] || f->head[1];
+	for (int d = 0; d < 2; d++) {
+		uint32_t mask = d ? EPOLLOUT : EPOLLIN | EPOLLRDHUP;
+		if (!(events & (mask | EPOLLERR | EPOLLHUP)))
+			continue;
+		while (f->head[d]) {
+			struct ura__ioreq *r = f->head[d];
+			int res = attempt(r, events);
+			if (res == -EAGAIN)
+				break;
+			if (r->op == URA_IO_ACCEPT && (r->flags & URA_IO_MULTISHOT) && res >= 0) {
+				p->on_io(p->io_ctx, r, res, 1, 0);
+				continue; /* keep accepting until EAGAIN */
+			}
+			f->head[d] = r->bk_next;
+			if (!f->head[d])
+				f->tail[d] = NULL;
+			p->io_inflight--;
+			finish(p, r, res);
+		}
+	}
+	/* Waiters left: watch for what they need. None left: stay
+	 * registered (the next receive likely comes soon); an event that
+	 * finds nobody waiting removes the fd. */
+	if (!had || f->head[0] || f->head[1])
+		rearm(p, fd, f, 0);
+}
+
+int ura__epio_service(struct ura__poller *p, uint64_t now)
+{
+	struct ura__epio *e = p->ep;
+	int n = 0;
+	if (!e)
+		return 0;
+	while (e->done) {
+		struct ura__ioreq *r = e->done;
+		e->done = r->bk_next;
+		if (!e->done)
+			e->done_tail = NULL;
+		p->io_inflight--;
+		finish(p, r, r->res);
+		n++;
+	}
+	for (struct ura__ioreq *r = e->timed, *next; r; r = next) {
+		next = r->tm_next;
+		if (r->deadline > now)
+			continue;
+		timed_del(e, r);
+		r->timer_live = 0;
+		p->on_io(p->io_ctx, r, -ETIME, 0, 1);
+		ura__epio_cancel(p, r);
+		n++;
+	}
+	return n;
+}
+
+uint64_t ura__epio_next(struct ura__poller *p, uint64_t now)
+{
+	struct ura__epio *e = p->ep;
+	if (!e)
+		return UINT64_MAX;
+	if (e->done)
+		return 0;
+	uint64_t best = UINT64_MAX;
+	for (struct ura__ioreq *r = e->timed; r; r = r->tm_next)
+		if (r->deadline - now < best || r->deadline <= now)
+			best = r->deadline <= now ? 0 : r->deadline - now;
+	return best;
+}
+
+void ura__epio_cancel(struct ura__poller *p, struct ura__ioreq *r)
+{
+	struct ura__epio *e = p->ep;
+	if (!e)
+		return;
+	if (r->state == EPS_WAIT) {
+		struct ep_fd *f = &e->fds[r->fd];
+		if (waiter_del(f, r)) {
+			p->io_inflight--;
+			if (r->op == URA_IO_CONNECT && r->saved_fl >= 0)
+				fcntl(r->fd, F_SETFL, r->saved_fl);
+			rearm(p, r->fd, f, 0);
+			finish(p, r, -ECANCELED);
+		}
+	} else if (r->state == EPS_POOL) {
+		int q = URA__JOB_QUEUED;
+		/* acq_rel: pairs with the pool thread's CAS to RUNNING; the
+		 * loser of the two leaves the operation to the winner. The
+		 * job still comes back through the pool, as -ECANCELED. */
+		atomic_compare_exchange_strong_explicit(&r->job_state, &q, URA__JOB_CANCELLED,
+							memory_order_acq_rel, memory_order_acquire);
+	}
+	/* EPS_DONE: its result is decided and on its way. */
+}
+
+void ura__poller_pool_done(struct ura__poller *p, struct ura__ioreq *r, int res)
+{
+	finish(p, r, res);
+}
+
+int ura__epio_blocking(struct ura__ioreq *r)
+{
+	int q = URA__JOB_QUEUED;
+	/* acq_rel: pairs with the owner's CAS to CANCELLED (epio_cancel). */
+	if (!atomic_compare_exchange_strong_explicit(&r->job_state, &q, URA__JOB_RUNNING,
+						     memory_order_acq_rel, memory_order_acquire))
+		return -ECANCELED;
+	ssize_t n;
+	/* -1: the file position, as with io_uring (and read(2)). */
+	int pos = r->off != -1;
+	switch (r->op) {
+	case URA_IO_READ:
+		n = pos ? pread(r->fd, r->buf, r->len, r->off) : read(r->fd, r->buf, r->len);
+		break;
+	case URA_IO_WRITE:
+		n = pos ? pwrite(r->fd, r->buf, r->len, r->off) : write(r->fd, r->buf, r->len);
+		break;
+	case URA_IO_READV:
+		n = pos ? preadv(r->fd, r->iov, r->iovcnt, r->off) : readv(r->fd, r->iov, r->iovcnt);
+		break;
+	case URA_IO_WRITEV:
+		n = pos ? pwritev(r->fd, r->iov, r->iovcnt, r->off) : writev(r->fd, r->iov, r->iovcnt);
+		break;
+	case URA_IO_RECV:
+		n = recv(r->fd, r->buf, r->len, r->flags);
+		break;
+	case URA_IO_SEND:
+		n = send(r->fd, r->buf, r->len, r->flags | MSG_NOSIGNAL);
+		break;
+	case URA_IO_OPENAT:
+		n = openat(r->fd, r->path, r->flags | O_CLOEXEC, (mode_t)r->mode);
+		break;
+	case URA_IO_CLOSE:
+		n = close(r->fd);
+		/* Linux closes the fd even when close reports EINTR. */
+		if (n < 0 && errno == EINTR)
+			n = 0;
+		break;
+	case URA_IO_FSYNC:
+		n = (r->flags & URA_IO_DATASYNC) ? fdatasync(r->fd) : fsync(r->fd);
+		break;
+	case URA_IO_POLL: {
+		struct pollfd pf = { .fd = r->fd, .events = (short)r->events };
+		n = poll(&pf, 1, -1);
+		if (n >= 0)
+			n = pf.revents;
+		break;
+	}
+	default:
+		errno = EINVAL;
+		n = -1;
+	}
+	return n < 0 ? -errno : (int)n;
+}
+
+void ura__epio_fini(struct ura__poller *p)
+{
+	if (!p->ep)
+		return;
+	free(p->ep->fds);
+	free(p->ep);
+	p->ep = NULL;
+}
