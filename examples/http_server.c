@@ -1,0 +1,937 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http_server: HTTP/1.1 with keep-alive and pipelining, on actors only.
+ *
+ *   GET  /          200 "hello from ura\n"
+ *   GET  /kv/KEY    200 and the value, or 404
+ *   PUT  /kv/KEY    stores the body (Content-Length): 201 new, 204 replaced
+ *   HEAD            as GET, without the body
+ *
+ * One acceptor keeps a multishot accept armed and spawns an actor per
+ * connection. One store actor holds the key-value table; connection actors
+ * ask it with ura_request, so the table needs no lock. A connection actor
+ * is a small state machine with at most one thing in flight: a receive
+ * (with the idle deadline), a send, a request to the store, or the close.
+ * Malformed requests get 400, a head over 8 KiB 431, a method this server
+ * does not allow 405 and one it does not know 501; a connection that sends
+ * nothing for --idle-ms is closed. A slow client costs its own actor a
+ * receive per byte and nobody else anything.
+ *
+ *   http_server [--port N] [--bind ADDR] [--workers N] [--idle-ms MS]
+ *
+ * --port 0 lets the kernel pick a free port; the first line on stdout
+ * names the address. SIGINT or SIGTERM shuts down cleanly.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ura.h>
+
+#include "http_parse.h"
+
+#define A_START URA_ATOM("start")
+#define A_ACCEPTED URA_ATOM("accepted")
+#define A_REARM URA_ATOM("rearm")
+#define A_RECV URA_ATOM("recv")
+#define A_SENT URA_ATOM("sent")
+#define A_CLOSED URA_ATOM("closed")
+#define A_QUIT URA_ATOM("quit")
+/* the store's protocol */
+#define A_GET URA_ATOM("get")
+#define A_PUT URA_ATOM("put")
+#define A_VALUE URA_ATOM("value")
+#define A_NONE URA_ATOM("none")
+#define A_CREATED URA_ATOM("created")
+#define A_REPLACED URA_ATOM("replaced")
+#define A_FULL URA_ATOM("full")
+
+#define MAX_HEAD (8u << 10)      /* beyond: 431 */
+#define MAX_BODY (1u << 20)      /* beyond: 413 */
+#define MAX_KEY 200
+/* A request head fits one receive; a body is read in bigger pieces. The
+ * receive's buffer is the completion message, so an idle connection costs
+ * about RECV_LEN while its receive waits. */
+#define RECV_LEN 4096u
+#define BODY_RECV_MAX (64u << 10)
+/* Lingering close: after a reply that ends the connection, half-close and
+ * read what the client still sends for a while before closing, so that
+ * unread input does not turn our FIN into a RST that destroys the reply
+ * in flight (nginx's lingering_close, RFC 9112 9.6). */
+#define LINGER_NS (500 * URA_MSEC)
+#define LINGER_READS 16
+#define KV_MAX_KEYS 65536
+#define KV_MAX_BYTES (64u << 20)
+
+static const char hello[] = "hello from ura\n";
+
+/* ---- the store ------------------------------------------------------- */
+
+typedef struct kv_entry {
+	struct kv_entry *next;
+	uint64_t hash;
+	size_t klen, vlen;
+	char data[]; /* the key, then the value */
+} kv_entry;
+
+typedef struct {
+	kv_entry **tab; /* chained; made on the first put */
+	size_t cap, count, bytes;
+} kv_store;
+
+static uint64_t fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t h = 1469598103934665603u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211u;
+	return h;
+}
+
+static kv_entry **kv_slot(kv_store *s, const void *k, size_t kl, uint64_t h)
+{
+	kv_entry **e = &s->tab[h & (s->cap - 1)];
+	while (*e && !((*e)->hash == h && (*e)->klen == kl && !memcmp((*e)->data, k, kl)))
+		e = &(*e)->next;
+	return e;
+}
+
+static int kv_grow(kv_store *s)
+{
+	size_t cap = s->cap ? s->cap * 2 : 64;
+	kv_entry **tab = calloc(cap, sizeof *tab);
+	if (!tab)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++)
+		for (kv_entry *e = s->tab[i], *next; e; e = next) {
+			next = e->next;
+			e->next = tab[e->hash & (cap - 1)];
+			tab[e->hash & (cap - 1)] = e;
+		}
+	free(s->tab);
+	s->tab = tab;
+	s->cap = cap;
+	return 0;
+}
+
+static void kv_get(ura_ctx *cx, const ura_msg *m)
+{
+	kv_store *s = ura_state(cx);
+	size_t kl;
+	const void *k = ura_arg_bytes(m, 0, &kl);
+	kv_entry *e = s->tab ? *kv_slot(s, k, kl, fnv1a(k, kl)) : NULL;
+	if (e)
+		ura_reply(cx, A_VALUE, ura_v_bytes(e->data + e->klen, e->vlen));
+	else
+		ura_reply(cx, A_NONE);
+}
+
+static void kv_put(ura_ctx *cx, const ura_msg *m)
+{
+	kv_store *s = ura_state(cx);
+	size_t kl, vl;
+	const void *k = ura_arg_bytes(m, 0, &kl), *v = ura_arg_bytes(m, 1, &vl);
+	uint64_t h = fnv1a(k, kl);
+	if ((!s->tab || s->count >= s->cap / 4 * 3) && s->count < KV_MAX_KEYS && kv_grow(s) < 0) {
+		ura_reply(cx, A_FULL);
+		return;
+	}
+	kv_entry **slot = kv_slot(s, k, kl, h), *old = *slot;
+	size_t bytes = s->bytes - (old ? old->vlen : 0) + vl + (old ? 0 : kl);
+	if ((!old && s->count >= KV_MAX_KEYS) || bytes > KV_MAX_BYTES) {
+		ura_reply(cx, A_FULL);
+		return;
+	}
+	kv_entry *e = malloc(sizeof *e + kl + vl);
+	if (!e) {
+		ura_reply(cx, A_FULL);
+		return;
+	}
+	e->next = old ? old->next : NULL;
+	e->hash = h;
+	e->klen = kl;
+	e->vlen = vl;
+	memcpy(e->data, k, kl);
+	memcpy(e->data + kl, v, vl);
+	*slot = e;
+	s->bytes = bytes;
+	if (old)
+		free(old);
+	else
+		s->count++;
+	ura_reply(cx, old ? A_REPLACED : A_CREATED);
+}
+
+static void kv_quit(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_stop(cx);
+}
+
+static void kv_destroy(void *state)
+{
+	kv_store *s = state;
+	for (size_t i = 0; i < s->cap; i++)
+		for (kv_entry *e = s->tab[i], *next; e; e = next) {
+			next = e->next;
+			free(e);
+		}
+	free(s->tab);
+}
+
+URA_BEHAVIOR(storing,
+	URA_ON(A_GET, "b", kv_get),
+	URA_ON(A_PUT, "bb", kv_put),
+	URA_ON(A_QUIT, "", kv_quit));
+
+static const ura_class kv_class = {
+	.name = "kv_store",
+	.state_size = sizeof(kv_store),
+	.initial = &storing,
+	.destroy = kv_destroy,
+};
+
+/* ---- building replies ------------------------------------------------ */
+
+/* Replies are built in a per-thread scratch buffer and handed to a send,
+ * which copies them before it returns: a handler never leaves anything in
+ * it for the next one. Only a reply bigger than the scratch (a large
+ * value) takes a heap buffer, freed after the send. */
+static _Thread_local char tl_scratch[16384];
+
+typedef struct {
+	char *p;
+	size_t len, cap;
+	int failed; /* out of memory: the connection is dropped */
+} outbuf;
+
+static void ob_init(outbuf *o)
+{
+	o->p = tl_scratch;
+	o->len = 0;
+	o->cap = sizeof tl_scratch;
+	o->failed = 0;
+}
+
+static void ob_free(outbuf *o)
+{
+	if (o->p != tl_scratch)
+		free(o->p);
+	ob_init(o);
+}
+
+static int ob_room(outbuf *o, size_t more)
+{
+	if (o->failed)
+		return -1;
+	if (o->len + more <= o->cap)
+		return 0;
+	size_t cap = o->cap * 2 > o->len + more ? o->cap * 2 : o->len + more;
+	char *p = o->p == tl_scratch ? malloc(cap) : realloc(o->p, cap);
+	if (!p) {
+		o->failed = 1;
+		return -1;
+	}
+	if (o->p == tl_scratch)
+		memcpy(p, o->p, o->len);
+	o->p = p;
+	o->cap = cap;
+	return 0;
+}
+
+static void ob_put(outbuf *o, const void *p, size_t n)
+{
+	if (ob_room(o, n) == 0) {
+		memcpy(o->p + o->len, p, n);
+		o->len += n;
+	}
+}
+
+__attribute__((format(printf, 2, 3)))
+static void ob_printf(outbuf *o, const char *fmt, ...)
+{
+	va_list ap;
+	for (int tries = 0; tries < 2; tries++) {
+		va_start(ap, fmt);
+		int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			o->failed = 1;
+			return;
+		}
+		if ((size_t)n < o->cap - o->len) {
+			o->len += (size_t)n;
+			return;
+		}
+		if (ob_room(o, (size_t)n + 1) < 0)
+			return;
+	}
+}
+
+/* RFC 9110 6.6.1: an origin server with a clock sends Date. Formatting it
+ * once a second per thread keeps it off the per-request path. */
+static const char *http_date(void)
+{
+	static _Thread_local time_t at;
+	static _Thread_local char text[40];
+	time_t now = time(NULL);
+	if (now != at) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		at = now;
+	}
+	return text;
+}
+
+enum { R_KEEP = 0, R_CLOSE = 1 };
+
+/* Appends one reply. rq is NULL for a request that could not be parsed. */
+static void reply(outbuf *o, const http_request *rq, int status, const char *ctype,
+		  const void *body, size_t blen, int close, const char *extra)
+{
+	ob_printf(o, "HTTP/1.1 %d %s\r\nServer: ura\r\nDate: %s\r\n", status,
+		  http_reason(status), http_date());
+	if (ctype)
+		ob_printf(o, "Content-Type: %s\r\n", ctype);
+	/* RFC 9110 8.6: no Content-Length in a 204. */
+	if (status != 204)
+		ob_printf(o, "Content-Length: %zu\r\n", blen);
+	if (extra)
+		ob_printf(o, "%s", extra);
+	if (close)
+		ob_printf(o, "Connection: close\r\n");
+	else if (rq && rq->minor == 0)
+		ob_printf(o, "Connection: keep-alive\r\n");
+	ob_put(o, "\r\n", 2);
+	if (!(rq && rq->method == HTTP_HEAD) && blen)
+		ob_put(o, body, blen);
+}
+
+static void reply_text(outbuf *o, const http_request *rq, int status, int close,
+		       const char *extra)
+{
+	char body[64];
+	int n = snprintf(body, sizeof body, "%d %s\n", status, http_reason(status));
+	reply(o, rq, status, "text/plain", body, (size_t)n, close, extra);
+}
+
+/* ---- a connection ---------------------------------------------------- */
+
+typedef struct {
+	int fd;                 /* -1 once handed to a close */
+	ura_ref kv;
+	uint64_t idle_ns;
+	char *in;               /* unconsumed input kept between handlers */
+	uint32_t in_len, in_cap;
+	uint32_t want;          /* body bytes still missing, sizes the receive */
+	uint8_t close_after;    /* the last reply ends the connection */
+	uint8_t wait_kv;        /* a request to the store is in flight */
+	uint8_t continued;      /* 100 Continue sent for the pending request */
+	uint8_t lingering;
+	uint8_t linger_left;
+} conn;
+
+typedef struct {
+	ura_ref kv;
+	uint64_t idle_ns;
+	int fd;
+} conn_arg;
+
+static int conn_init(ura_ctx *cx, void *state, const void *arg)
+{
+	const conn_arg *a = arg;
+	conn *c = state;
+	(void)cx;
+	c->fd = a->fd;
+	c->kv = a->kv;
+	c->idle_ns = a->idle_ns;
+	return 0;
+}
+
+static void conn_destroy(void *state)
+{
+	conn *c = state;
+	/* Runs once every operation of ours has completed or been
+	 * cancelled: nothing in the kernel still uses the fd. */
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->in);
+}
+
+static void conn_close(ura_ctx *cx)
+{
+	conn *c = ura_state(cx);
+	int fd = c->fd;
+	/* The fd is the close's now: a quit that stops us first must not
+	 * have destroy close a number that may already be reused. */
+	c->fd = -1;
+	if (fd < 0 || ura_io_close(cx, A_CLOSED, fd) < 0) {
+		if (fd >= 0)
+			close(fd);
+		ura_stop(cx);
+	}
+}
+
+static void conn_recv(ura_ctx *cx)
+{
+	conn *c = ura_state(cx);
+	size_t len = RECV_LEN;
+	if (c->want > len)
+		len = c->want < BODY_RECV_MAX ? c->want : BODY_RECV_MAX;
+	if (ura_io_recv(cx, A_RECV, c->fd, len, c->idle_ns) < 0)
+		conn_close(cx);
+}
+
+static void linger(ura_ctx *cx)
+{
+	conn *c = ura_state(cx);
+	c->lingering = 1;
+	c->linger_left = LINGER_READS;
+	c->in_len = 0;
+	/* The FIN goes out now, after the reply, so the client sees the end
+	 * of it without waiting for our close. */
+	shutdown(c->fd, SHUT_WR);
+	if (ura_io_recv(cx, A_RECV, c->fd, RECV_LEN, LINGER_NS) < 0)
+		conn_close(cx);
+}
+
+static int in_append(conn *c, const char *p, size_t n)
+{
+	size_t need = (size_t)c->in_len + n;
+	if (need > MAX_HEAD + MAX_BODY + BODY_RECV_MAX)
+		return -1;
+	if (need > c->in_cap) {
+		size_t cap = c->in_cap ? c->in_cap : RECV_LEN;
+		while (cap < need)
+			cap *= 2;
+		char *in = realloc(c->in, cap);
+		if (!in)
+			return -1;
+		c->in = in;
+		c->in_cap = (uint32_t)cap;
+	}
+	memcpy(c->in + c->in_len, p, n);
+	c->in_len = (uint32_t)need;
+	return 0;
+}
+
+/* Keeps v[used..n) for the next handler (v is c->in or the message's
+ * bytes); an empty buffer is freed, so an idle connection holds none. */
+static int keep_rest(conn *c, const char *v, size_t n, size_t used)
+{
+	if (c->close_after)
+		used = n; /* nothing after the last reply is read */
+	if (v == c->in) {
+		if (used && used < n)
+			memmove(c->in, c->in + used, n - used);
+		c->in_len = (uint32_t)(n - used);
+	} else if (used < n && in_append(c, v + used, n - used) < 0) {
+		return -1;
+	}
+	if (c->in_len == 0) {
+		free(c->in);
+		c->in = NULL;
+		c->in_cap = 0;
+	}
+	return 0;
+}
+
+static void on_kv_reply(ura_ctx *cx, const ura_msg *m);
+
+static int valid_key(const char *k, size_t n)
+{
+	if (n == 0 || n > MAX_KEY)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)k[i];
+		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') ||
+		      (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '.' || ch == '_' || ch == '~'))
+			return 0;
+	}
+	return 1;
+}
+
+/* Answers one complete request, or starts the store's part of it.
+ * Returns 1 when answered, 0 when it must wait: for the store's reply, or
+ * for the replies before it to go out first (one thing in flight). */
+static int route(ura_ctx *cx, const http_request *rq, const char *body, outbuf *o)
+{
+	conn *c = ura_state(cx);
+	const char *path = rq->target;
+	const char *q = memchr(path, '?', rq->target_len);
+	size_t plen = q ? (size_t)(q - path) : rq->target_len;
+
+	if (rq->method == HTTP_UNKNOWN) {
+		reply_text(o, rq, 501, R_CLOSE, NULL);
+		c->close_after = 1;
+		return 1;
+	}
+	if (plen == 1) {
+		if (rq->method == HTTP_GET || rq->method == HTTP_HEAD)
+			reply(o, rq, 200, "text/plain", hello, sizeof hello - 1, !rq->keep_alive, NULL);
+		else
+			reply_text(o, rq, 405, !rq->keep_alive, "Allow: GET, HEAD\r\n");
+		return 1;
+	}
+	if (plen < 4 || memcmp(path, "/kv/", 4) != 0) {
+		reply_text(o, rq, 404, !rq->keep_alive, NULL);
+		return 1;
+	}
+	const char *key = path + 4;
+	size_t klen = plen - 4;
+	if (rq->method == HTTP_OTHER) {
+		reply_text(o, rq, 405, !rq->keep_alive, "Allow: GET, HEAD, PUT\r\n");
+		return 1;
+	}
+	if (!valid_key(key, klen)) {
+		reply_text(o, rq, 400, !rq->keep_alive, NULL);
+		return 1;
+	}
+	if (rq->method == HTTP_PUT && !rq->has_length) {
+		reply_text(o, rq, 411, !rq->keep_alive, NULL);
+		return 1;
+	}
+	if (o->len)
+		return 0;
+	int rc = rq->method == HTTP_PUT
+		? ura_request(cx, c->kv, on_kv_reply, NULL, A_PUT, ura_v_bytes(key, klen),
+			      ura_v_bytes(body, (size_t)rq->content_length))
+		: ura_request(cx, c->kv, on_kv_reply, NULL, A_GET, ura_v_bytes(key, klen));
+	if (rc < 0) { /* the store is gone: we are shutting down */
+		reply_text(o, rq, 503, R_CLOSE, NULL);
+		c->close_after = 1;
+		return 1;
+	}
+	c->wait_kv = 1;
+	return 0;
+}
+
+/* Answers every complete request in v[0..n) that can be answered now and
+ * returns the bytes consumed. Stops at an incomplete request, at one that
+ * waits (route), or after a reply that ends the connection. */
+static size_t serve(ura_ctx *cx, const char *v, size_t n, outbuf *o)
+{
+	conn *c = ura_state(cx);
+	size_t off = 0;
+	c->want = 0;
+	while (!c->close_after && !c->wait_kv && off < n) {
+		http_request rq;
+		int r = http_parse(v + off, n - off, MAX_HEAD, &rq);
+		if (r == HTTP_INCOMPLETE)
+			break;
+		if (r != 1 || (rq.has_length && rq.content_length > MAX_BODY)) {
+			reply_text(o, NULL, r != 1 ? r : 413, R_CLOSE, NULL);
+			c->close_after = 1;
+			break;
+		}
+		size_t total = rq.head_len + (size_t)rq.content_length;
+		if (n - off < total) {
+			/* RFC 9110 10.1.1: never a 100 to an HTTP/1.0 client. */
+			if (rq.expect_continue && rq.minor >= 1 && !c->continued) {
+				ob_put(o, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+				c->continued = 1;
+			}
+			c->want = (uint32_t)(total - (n - off));
+			break;
+		}
+		if (!route(cx, &rq, v + off + rq.head_len, o))
+			break;
+		off += total;
+		c->continued = 0;
+		if (!rq.keep_alive)
+			c->close_after = 1;
+	}
+	return off;
+}
+
+/* Sends what was built, or moves on to the next step when nothing was. */
+static void finish(ura_ctx *cx, outbuf *o)
+{
+	conn *c = ura_state(cx);
+	if (o->failed) {
+		ob_free(o);
+		conn_close(cx);
+		return;
+	}
+	if (o->len) {
+		ura_io r = ura_io_send(cx, A_SENT, c->fd, o->p, o->len);
+		ob_free(o); /* copied by the send */
+		if (r < 0)
+			conn_close(cx);
+		return;
+	}
+	if (c->wait_kv)
+		return;
+	if (c->close_after)
+		linger(cx);
+	else
+		conn_recv(cx);
+}
+
+/* Serves v (the message's bytes, or c->in) and keeps what is left. */
+static void serve_and_finish(ura_ctx *cx, const char *v, size_t n)
+{
+	conn *c = ura_state(cx);
+	outbuf o;
+	ob_init(&o);
+	size_t used = serve(cx, v, n, &o);
+	if (keep_rest(c, v, n, used) < 0)
+		o.failed = 1;
+	finish(cx, &o);
+}
+
+static void on_start(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	conn_recv(cx);
+}
+
+static void on_recv(ura_ctx *cx, const ura_msg *m)
+{
+	conn *c = ura_state(cx);
+	int64_t res = ura_arg_i64(m, 0);
+	size_t len;
+	const char *data = ura_arg_bytes(m, 1, &len);
+	if (c->lingering) {
+		if (res > 0 && c->linger_left-- > 0 &&
+		    ura_io_recv(cx, A_RECV, c->fd, RECV_LEN, LINGER_NS) >= 0)
+			return;
+		conn_close(cx);
+		return;
+	}
+	if (res == -ETIME && c->in_len) {
+		/* Idle in the middle of a request: say why before closing. */
+		outbuf o;
+		ob_init(&o);
+		reply_text(&o, NULL, 408, R_CLOSE, NULL);
+		c->close_after = 1;
+		c->in_len = 0;
+		finish(cx, &o);
+		return;
+	}
+	if (res <= 0) { /* EOF, the idle deadline (-ETIME), or an error */
+		conn_close(cx);
+		return;
+	}
+	if (c->in_len == 0) {
+		/* The usual case, a whole request in one receive: parse it
+		 * where it lies, in the message, and copy nothing. */
+		serve_and_finish(cx, data, len);
+		return;
+	}
+	if (in_append(c, data, len) < 0) {
+		conn_close(cx);
+		return;
+	}
+	serve_and_finish(cx, c->in, c->in_len);
+}
+
+static void on_sent(ura_ctx *cx, const ura_msg *m)
+{
+	conn *c = ura_state(cx);
+	if (ura_arg_i64(m, 0) < 0) {
+		conn_close(cx);
+		return;
+	}
+	if (c->close_after) {
+		linger(cx);
+		return;
+	}
+	/* Requests may be waiting in c->in: pipelined ones behind a store
+	 * request, or a body after its 100 Continue. */
+	serve_and_finish(cx, c->in, c->in_len);
+}
+
+/* The continuation of a request to the store; the request it answers is
+ * still at the front of c->in. */
+static void on_kv_reply(ura_ctx *cx, const ura_msg *m)
+{
+	conn *c = ura_state(cx);
+	http_request rq;
+	outbuf o;
+	ob_init(&o);
+	c->wait_kv = 0;
+	if (http_parse(c->in, c->in_len, MAX_HEAD, &rq) != 1) {
+		conn_close(cx); /* cannot happen: it parsed before */
+		return;
+	}
+	ura_atom t = ura_msg_tag(m);
+	if (t == A_VALUE) {
+		size_t vl;
+		const void *v = ura_arg_bytes(m, 0, &vl);
+		reply(&o, &rq, 200, "application/octet-stream", v, vl, !rq.keep_alive, NULL);
+	} else if (t == A_CREATED) {
+		reply(&o, &rq, 201, NULL, NULL, 0, !rq.keep_alive, NULL);
+	} else if (t == A_REPLACED) {
+		reply(&o, &rq, 204, NULL, NULL, 0, !rq.keep_alive, NULL);
+	} else if (t == A_NONE) {
+		reply_text(&o, &rq, 404, !rq.keep_alive, NULL);
+	} else {
+		reply_text(&o, &rq, 507, !rq.keep_alive, NULL);
+	}
+	size_t used = rq.head_len + (size_t)rq.content_length;
+	c->continued = 0;
+	if (!rq.keep_alive)
+		c->close_after = 1;
+	used += serve(cx, c->in + used, c->in_len - used, &o);
+	if (keep_rest(c, c->in, c->in_len, used) < 0)
+		o.failed = 1;
+	finish(cx, &o);
+}
+
+static void on_closed(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_stop(cx);
+}
+
+static void on_quit(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_stop(cx);
+}
+
+URA_BEHAVIOR(serving,
+	URA_ON(A_START, "", on_start),
+	URA_ON(A_RECV, "ib", on_recv),
+	URA_ON(A_SENT, "i", on_sent),
+	URA_ON(A_CLOSED, "i", on_closed),
+	URA_ON(A_QUIT, "", on_quit));
+
+static const ura_class conn_class = {
+	.name = "http_conn",
+	.state_size = sizeof(conn),
+	.initial = &serving,
+	.init = conn_init,
+	.destroy = conn_destroy,
+};
+
+/* ---- the acceptor ---------------------------------------------------- */
+
+typedef struct {
+	int lfd;
+	ura_group *conns; /* every live connection, for the quit */
+	ura_ref kv;
+	uint64_t idle_ns;
+	ura_io op;        /* the armed accept; 0 when none */
+	int stopping;
+} acceptor;
+
+static void arm(ura_ctx *cx)
+{
+	acceptor *a = ura_state(cx);
+	a->op = ura_io_accept(cx, A_ACCEPTED, a->lfd, URA_IO_MULTISHOT | SOCK_NONBLOCK);
+	if (a->op < 0) {
+		fprintf(stderr, "http_server: accept: %s\n", ura_strerror((int)a->op));
+		a->op = 0;
+		ura_send_after(cx, ura_self(cx), 100 * URA_MSEC, A_REARM);
+	}
+}
+
+static void acc_start(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	arm(cx);
+}
+
+static void acc_rearm(ura_ctx *cx, const ura_msg *m)
+{
+	acceptor *a = ura_state(cx);
+	(void)m;
+	if (!a->stopping && !a->op)
+		arm(cx);
+}
+
+static void spawn_conn(ura_ctx *cx, int fd)
+{
+	acceptor *a = ura_state(cx);
+	ura_ref r = URA_NOREF;
+	/* A reply is one send: let it leave at once rather than wait for the
+	 * client's delayed ACK of the previous one (as nginx's tcp_nodelay). */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	conn_arg arg = { .kv = a->kv, .idle_ns = a->idle_ns, .fd = fd };
+	int rc = ura_spawn_ex(cx, &conn_class, &arg, &(ura_spawn_opts){ .group = a->conns }, &r);
+	if (rc < 0 || (rc = ura_send(cx, r, A_START)) < 0) {
+		fprintf(stderr, "http_server: connection actor: %s\n", ura_strerror(rc));
+		if (ura_ref_null(r))
+			close(fd); /* else its destroy closes it */
+	}
+}
+
+static void acc_accepted(ura_ctx *cx, const ura_msg *m)
+{
+	acceptor *a = ura_state(cx);
+	int64_t res = ura_arg_i64(m, 0);
+	if (res >= 0) {
+		if (a->stopping)
+			close((int)res); /* accepted as the cancel raced it */
+		else
+			spawn_conn(cx, (int)res);
+	} else if (res != -ECANCELED) {
+		fprintf(stderr, "http_server: accept: %s\n", ura_strerror((int)res));
+	}
+	if (ura_io_more(m))
+		return;
+	/* This accept is over: cancelled for the shutdown, or ended by the
+	 * kernel (an error such as EMFILE ends a multishot accept). */
+	a->op = 0;
+	if (a->stopping)
+		ura_stop(cx);
+	else if (res < 0) /* out of fds: let some connections close first */
+		ura_send_after(cx, ura_self(cx), 100 * URA_MSEC, A_REARM);
+	else
+		arm(cx);
+}
+
+static void acc_signal(ura_ctx *cx, const ura_msg *m)
+{
+	acceptor *a = ura_state(cx);
+	if (a->stopping)
+		return;
+	a->stopping = 1;
+	fprintf(stderr, "http_server: signal %lld, shutting down\n",
+		(long long)ura_arg_i64(m, 0));
+	ura_send_group(cx, a->conns, A_QUIT);
+	ura_send(cx, a->kv, A_QUIT);
+	/* Wait for the accept's last completion before stopping, so that a
+	 * connection accepted in the meantime is closed, not leaked. */
+	if (!a->op || ura_io_cancel(cx, a->op) < 0)
+		ura_stop(cx);
+}
+
+static void acc_destroy(void *state)
+{
+	acceptor *a = state;
+	close(a->lfd);
+}
+
+URA_BEHAVIOR(accepting,
+	URA_ON(A_START, "", acc_start),
+	URA_ON(A_REARM, "", acc_rearm),
+	URA_ON(A_ACCEPTED, "i", acc_accepted),
+	URA_ON(URA_SIGNAL, "i", acc_signal));
+
+static const ura_class acceptor_class = {
+	.name = "http_acceptor",
+	.state_size = sizeof(acceptor),
+	.initial = &accepting,
+	.destroy = acc_destroy,
+};
+
+/* ---- main ------------------------------------------------------------ */
+
+static int listen_on(const char *addr, int port, int *bound)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	socklen_t sl = sizeof sa;
+	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
+		return -EINVAL;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4096) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	*bound = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* One fd per connection: take all the hard limit allows. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void usage(const char *argv0)
+{
+	fprintf(stderr, "usage: %s [--port N] [--bind ADDR] [--workers N] [--idle-ms MS]\n",
+		argv0);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int port = 8080;
+	unsigned workers = 0;
+	long idle_ms = 5000;
+	const char *addr = "0.0.0.0";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--port") && i + 1 < argc)
+			port = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--bind") && i + 1 < argc)
+			addr = argv[++i];
+		else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
+			workers = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--idle-ms") && i + 1 < argc)
+			idle_ms = atol(argv[++i]);
+		else
+			usage(argv[0]);
+	}
+	if (port < 0 || port > 65535 || idle_ms <= 0)
+		usage(argv[0]);
+	raise_nofile();
+
+	int bound = 0, lfd = listen_on(addr, port, &bound);
+	if (lfd < 0) {
+		fprintf(stderr, "http_server: listen on %s:%d: %s\n", addr, port, ura_strerror(lfd));
+		return 1;
+	}
+	ura_system *sys;
+	int rc = ura_system_new(&sys, &(ura_config){ .workers = workers });
+	if (rc < 0) {
+		fprintf(stderr, "http_server: %s\n", ura_strerror(rc));
+		close(lfd);
+		return 1;
+	}
+	ura_group *conns;
+	ura_ref kv = URA_NOREF, acc = URA_NOREF;
+	if ((rc = ura_group_new(sys, &conns)) < 0 ||
+	    (rc = ura_spawn(sys, &kv_class, NULL, &kv)) < 0 ||
+	    (rc = ura_spawn(sys, &acceptor_class,
+			    &(acceptor){ .lfd = lfd, .conns = conns, .kv = kv,
+					 .idle_ns = (uint64_t)idle_ms * URA_MSEC },
+			    &acc)) < 0 ||
+	    (rc = ura_signal_subscribe(sys, SIGINT, acc)) < 0 ||
+	    (rc = ura_signal_subscribe(sys, SIGTERM, acc)) < 0) {
+		fprintf(stderr, "http_server: %s\n", ura_strerror(rc));
+		if (ura_ref_null(acc))
+			close(lfd);
+		ura_system_destroy(sys);
+		return 1;
+	}
+	ura_stats st;
+	ura_system_stats(sys, &st);
+	printf("http_server: listening on %s:%d, %u workers, backend %s\n", addr, bound,
+	       st.workers, st.backend);
+	fflush(stdout);
+
+	ura_send(sys, acc, A_START);
+	/* An armed accept keeps the system busy: this returns after the
+	 * shutdown, once every actor has stopped. */
+	ura_system_await(sys);
+	ura_signal_unsubscribe(sys, SIGINT);
+	ura_signal_unsubscribe(sys, SIGTERM);
+	rc = ura_system_destroy(sys);
+	if (rc < 0)
+		fprintf(stderr, "http_server: destroy: %s\n", ura_strerror(rc));
+	return rc < 0;
+}
