@@ -17,7 +17,9 @@
  *  9. ura_offload: the result comes back; await waits for it;
  * 10. quiescence waits for a read that completes later;
  * 11. a large write through a socket buffer completes in full;
- * 12. poll for readiness.
+ * 12. poll for readiness;
+ * 13. more operations in flight than the CQ has room for: the surplus
+ *     waits in user space, and every completion arrives.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -684,6 +686,52 @@ static void test_big_send(ura_system *sys)
 	close(g_sp[0]);
 }
 
+/* ---- 13. beyond the CQ ---------------------------------------------------- */
+
+#define MANY 5000
+static int g_many[2];
+static _Atomic int g_many_done, g_many_bad;
+static void m_done(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	if (!(ura_arg_i64(m, 0) & POLLIN))
+		atomic_fetch_add(&g_many_bad, 1);
+	if (atomic_fetch_add(&g_many_done, 1) + 1 == MANY)
+		ura_stop(cx);
+}
+static void m_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	for (int i = 0; i < MANY; i++)
+		if (ura_io_submit(cx, A_R, &(ura_io_req){ .op = URA_IO_POLL, .fd = g_many[0],
+							   .events = POLLIN }) < 0)
+			atomic_fetch_add(&g_many_bad, 1);
+	/* All of them pending; now make them all complete at once. */
+	if (write(g_many[1], "x", 1) != 1)
+		atomic_fetch_add(&g_many_bad, 1);
+}
+URA_BEHAVIOR(many_beh, URA_ON(A_GO, "", m_go), URA_ON(A_R, "i", m_done));
+static const ura_class many_cls = { .name = "many", .initial = &many_beh };
+
+static void test_many(ura_system *sys)
+{
+	t_must(pipe2(g_many, O_CLOEXEC));
+	ura_stats before = stats(sys);
+	ura_ref a;
+	t_must(ura_spawn(sys, &many_cls, NULL, &a));
+	t_must(ura_send(sys, a, A_GO));
+	t_rc(await_guarded(sys), 0, "%d polls in flight: await", MANY);
+	t_eq(atomic_load(&g_many_done), MANY, "every one of %d completions arrived", MANY);
+	t_eq(atomic_load(&g_many_bad), 0, "each said POLLIN");
+	ura_stats after = stats(sys);
+	if (strncmp(after.backend, "io_uring", 8) == 0)
+		t_ok(after.io_deferred > before.io_deferred,
+		     "the surplus over the CQ budget waited in user space (%llu)",
+		     (unsigned long long)(after.io_deferred - before.io_deferred));
+	close(g_many[0]);
+	close(g_many[1]);
+}
+
 int main(void)
 {
 	ura_system *sys = t_system(2);
@@ -696,6 +744,7 @@ int main(void)
 	test_bad_input(sys);
 	test_offload_and_await(sys);
 	test_big_send(sys);
+	test_many(sys);
 	ura_stats st = stats(sys);
 	t_eq(st.io_inflight, 0, "nothing in flight at the end (%llu submitted)",
 	     (unsigned long long)st.io_submitted);
