@@ -49,6 +49,7 @@ struct ura__io {
 	uint32_t nchunks, hwm;
 	struct ura__op *free;
 	unsigned tick;
+	uint64_t last_poll;         /* when the owner last entered to reap */
 	int exiting;                /* completions are dropped, not posted */
 	/* Pool jobs that finished: a stack, pushed by pool threads (CAS),
 	 * taken whole by the owner (exchange). */

@@ -307,9 +307,13 @@ static int work_visible(struct ura__worker *w)
 /* Timers, remote cancels and arms, poller events, signal setup: work
  * that is not an actor. Cheap when there is none (no clock read). */
 /* Actor I/O to look at: completions from the pool or cancels from other
- * workers (always), or a ring with operations in flight (polled every
- * IO_POLL_EVERY passes: one enter reaps many completions). */
-#define IO_POLL_EVERY 16
+ * workers (always), or a ring with operations in flight. A busy worker
+ * enters the ring when IO_POLL_BATCH SQEs are queued or IO_POLL_NS passed
+ * since it last did (clock read every 8 passes): one enter submits many
+ * and reaps many, and a completion never waits long behind busy actors.
+ * An idle worker polls at once (find_work). */
+#define IO_POLL_BATCH 16
+#define IO_POLL_NS (20 * URA_USEC)
 static inline int io_maybe(struct ura__worker *w)
 {
 	return ura__poller_io_active(&w->poller) ||
@@ -488,8 +492,11 @@ static struct ura__actor *find_work(struct ura__worker *w)
 /* Returns true when I/O completions may have made actors runnable. */
 static int service_io(struct ura__worker *w, int force)
 {
-	int poll = force || w->poller.io_sq_pending >= IO_POLL_EVERY ||
-		   ++w->io.tick % IO_POLL_EVERY == 0;
+	int poll = force || w->poller.io_sq_pending >= IO_POLL_BATCH;
+	if (!poll && (++w->io.tick & 7) == 0)
+		poll = ura__now_ns() - w->io.last_poll >= IO_POLL_NS;
+	if (poll)
+		w->io.last_poll = ura__now_ns();
 	if (!poll && !atomic_load_explicit(&w->io.done, memory_order_relaxed) &&
 	    !atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed))
 		return 0;
