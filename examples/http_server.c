@@ -294,7 +294,7 @@ static const char *http_date(void)
 	return text;
 }
 
-enum { R_KEEP = 0, R_CLOSE = 1 };
+enum { R_CLOSE = 1 }; /* reply(..., close): the last reply on the connection */
 
 /* Appends one reply. rq is NULL for a request that could not be parsed. */
 static void reply(outbuf *o, const http_request *rq, int status, const char *ctype,

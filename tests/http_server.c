@@ -166,6 +166,19 @@ static void test_raw(int port)
 	raw(port, old, strlen(old), buf, sizeof buf, &closed);
 	t_ok(closed && count(buf, "HTTP/1.1 200") == 1, "HTTP/1.0: one reply, then closed");
 
+	/* A client that hangs up right after its PUT: the request had
+	 * arrived whole, so it is carried out (nothing acknowledged by TCP
+	 * is lost), though the reply has nobody to go to. */
+	const char *put = "PUT /kv/gone HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\nkept";
+	int hup = t_connect(port);
+	t_send_all(hup, put, strlen(put));
+	close(hup);
+	usleep(200 * 1000);
+	char args[128], out[256];
+	snprintf(args, sizeof args, "-w ' %%{http_code}' http://127.0.0.1:%d/kv/gone", port);
+	curl(args, out, sizeof out);
+	t_streq(out, "kept 200", "a PUT whose client hung up at once is still stored");
+
 	/* A request split into single bytes still parses. */
 	int fd = t_connect(port);
 	const char *g = "GET /kv/p HTTP/1.1\r\nHost: a\r\n\r\n";
