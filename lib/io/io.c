@@ -750,6 +750,15 @@ int ura__io_init(struct ura__worker *w)
 void ura__io_worker_exit(struct ura__worker *w)
 {
 	w->io.exiting = 1;
+	/* By index, not through any list: a cancel may complete (and free)
+	 * an operation at once. */
+	for (uint32_t i = 0; i < w->io.hwm; i++) {
+		struct ura__op *op = op_get(&w->io, i);
+		if (op->live && op->rq.op != URA__OP_OFFLOAD) {
+			op->rearm = 0;
+			ura__poller_cancel(&w->poller, &op->rq);
+		}
+	}
 	unsigned left = ura__poller_drain(&w->poller, 2 * URA_SEC);
 	if (left)
 		ura__log(w->sys, URA_LOG_ERROR,
