@@ -4,12 +4,11 @@
  * completion protocol as ring.c, made of epoll readiness plus non-blocking
  * system calls, and a thread pool for files and blocking calls.
  *
- * An fd is registered level-triggered while operations wait on it and
- * stays registered after, so a connection that keeps a receive pending
- * costs no epoll_ctl per operation; an event for an fd with no waiter
- * removes it. Because close(2) outside ura silently drops an fd from
- * epoll, the first waiter after an idle spell re-checks the registration
- * (EPOLL_CTL_MOD, re-added on ENOENT).
+ * An fd is registered level-triggered while operations wait on it, and
+ * removed when the last one is done: two epoll_ctl per wait, but an fd is
+ * never left registered in some worker's epoll when its owner closes it
+ * (an actor moves between workers, and close(2) from another thread
+ * racing an epoll_ctl on the same fd is a real race; TSan says so).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +27,6 @@ enum { EPS_IDLE = 0, EPS_WAIT, EPS_POOL, EPS_DONE };
 struct ep_fd {
 	struct ura__ioreq *head[2], *tail[2]; /* waiters: in, out */
 	uint32_t reg;                         /* events registered, 0: none */
-	uint8_t known;                        /* registered at some point */
 };
 
 struct ura__epio {
@@ -115,25 +113,30 @@ static int dir_of(const struct ura__ioreq *r)
 	}
 }
 
-/* Makes epoll watch f for what its waiters need. -EPERM: epoll cannot
- * wait on this fd (a regular file): the pool takes it. */
-static int rearm(struct ura__poller *p, int fd, struct ep_fd *f, int recheck)
+/* Makes epoll watch f for what its waiters need (nothing: removed).
+ * -EPERM: epoll cannot wait on this fd (a regular file): the pool takes
+ * it. */
+static int rearm(struct ura__poller *p, int fd, struct ep_fd *f)
 {
 	uint32_t want = (f->head[0] ? EPOLLIN | EPOLLRDHUP : 0) | (f->head[1] ? EPOLLOUT : 0);
-	if (want == f->reg && !recheck)
+	if (want == f->reg)
 		return 0;
 	struct epoll_event ev = { .events = want, .data.u64 = URA__UD_IO | (uint64_t)fd };
-	int rc = -1;
-	if (f->reg || f->known) {
-		rc = epoll_ctl(p->epfd, want ? EPOLL_CTL_MOD : EPOLL_CTL_DEL, fd, &ev);
-		if (rc < 0 && errno != ENOENT)
+	int op = !want ? EPOLL_CTL_DEL : f->reg ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (epoll_ctl(p->epfd, op, fd, &ev) < 0) {
+		/* EEXIST: registered behind our back (a dup'ed file);
+		 * ENOENT: closed and gone from epoll already. */
+		if (op == EPOLL_CTL_ADD && errno == EEXIST)
+			op = EPOLL_CTL_MOD;
+		else if (op == EPOLL_CTL_MOD && errno == ENOENT)
+			op = EPOLL_CTL_ADD;
+		else if (op == EPOLL_CTL_DEL)
+			op = -1;
+		else
+			return -errno;
+		if (op >= 0 && epoll_ctl(p->epfd, op, fd, &ev) < 0)
 			return -errno;
 	}
-	if (rc < 0 && want) {
-		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
-			return -errno;
-	}
-	f->known = want != 0;
 	f->reg = want;
 	return 0;
 }
@@ -255,10 +258,7 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 					finish(p, q, -EBADF);
 				}
 			f->tail[0] = f->tail[1] = NULL;
-			if (f->reg)
-				epoll_ctl(p->epfd, EPOLL_CTL_DEL, r->fd, NULL);
-			f->reg = 0;
-			f->known = 0;
+			rearm(p, r->fd, f);
 		}
 		return to_pool(p, r);
 	default:
@@ -305,10 +305,9 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 			return 0;
 		}
 	}
-	int recheck = !f->head[0] && !f->head[1];
 	waiter_add(f, r);
 	r->state = EPS_WAIT;
-	int rc = rearm(p, r->fd, f, recheck);
+	int rc = rearm(p, r->fd, f);
 	if (rc < 0) {
 		waiter_del(f, r);
 		if (rc == -EPERM) /* a regular file: epoll cannot wait on it */
@@ -326,7 +325,6 @@ void ura__epio_ready(struct ura__poller *p, int fd, uint32_t events)
 	if (!e || fd >= e->cap)
 		return;
 	struct ep_fd *f = &e->fds[fd];
-	int had = f->head[0] || f->head[1];
 	for (int d = 0; d < 2; d++) {
 		uint32_t mask = d ? EPOLLOUT : EPOLLIN | EPOLLRDHUP;
 		if (!(events & (mask | EPOLLERR | EPOLLHUP)))
@@ -347,11 +345,7 @@ void ura__epio_ready(struct ura__poller *p, int fd, uint32_t events)
 			finish(p, r, res);
 		}
 	}
-	/* Waiters left: watch for what they need. None left: stay
-	 * registered (the next receive likely comes soon); an event that
-	 * finds nobody waiting removes the fd. */
-	if (!had || f->head[0] || f->head[1])
-		rearm(p, fd, f, 0);
+	rearm(p, fd, f);
 }
 
 int ura__epio_service(struct ura__poller *p, uint64_t now)
@@ -407,7 +401,7 @@ void ura__epio_cancel(struct ura__poller *p, struct ura__ioreq *r)
 			p->io_inflight--;
 			if (r->op == URA_IO_CONNECT && r->saved_fl >= 0)
 				fcntl(r->fd, F_SETFL, r->saved_fl);
-			rearm(p, r->fd, f, 0);
+			rearm(p, r->fd, f);
 			finish(p, r, -ECANCELED);
 		}
 	} else if (r->state == EPS_POOL) {

@@ -86,12 +86,12 @@ void ura__signals_service(struct ura__worker *w)
 	if (atomic_load_explicit(&sys->sig_req, memory_order_relaxed) &&
 	    atomic_exchange_explicit(&sys->sig_req, 0, memory_order_acquire) &&
 	    !w->sig_watching) {
-		/* The fd number never changes once created (later subscribes
-		 * pass it back to signalfd), so watching it unlocked is fine. */
+		/* Armed under the lock: a later subscribe changes the fd's
+		 * mask (signalfd on the same fd), and the two must not overlap
+		 * on one fd (TSan's fd model says so too). */
 		pthread_mutex_lock(&sys->sig_lock);
-		int fd = sys->sig_fd;
+		int rc = ura__poller_watch(&w->poller, sys->sig_fd, URA__EV_SIGNAL);
 		pthread_mutex_unlock(&sys->sig_lock);
-		int rc = ura__poller_watch(&w->poller, fd, URA__EV_SIGNAL);
 		if (rc < 0)
 			ura__log(sys, URA_LOG_ERROR, "signals: cannot watch the signalfd: %s",
 				 ura_strerror(rc));
