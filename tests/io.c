@@ -5,7 +5,7 @@
  *
  *  1. pipe: write, then read; the bytes come back in the message;
  *  2. regular file: openat, write at an offset, fsync, read it back,
- *     readv into the actor's own buffers, close;
+ *     readv into the actor's own buffers, writev from them, close;
  *  3. sockets: multishot accept, connect, send, recv: an echo round trip
  *     with several clients;
  *  4. errors are completions: EBADF on a closed fd, ECONNREFUSED;
@@ -111,8 +111,8 @@ struct file_st {
 };
 static char g_path[64];
 static _Atomic int g_file_fail;
-static int64_t g_file_res[8];
-static char g_file_read[32], g_file_v[16];
+static int64_t g_file_res[10];
+static char g_file_read[32], g_file_v[16], g_file_w[32];
 
 #define A_F URA_ATOM("f")
 
@@ -120,7 +120,7 @@ static void f_step(ura_ctx *cx, const ura_msg *m)
 {
 	struct file_st *s = ura_state(cx);
 	int64_t res = ura_arg_i64(m, 0);
-	if (s->step < 8)
+	if (s->step < 10)
 		g_file_res[s->step] = res;
 	if (res < 0) {
 		atomic_store(&g_file_fail, s->step + 1);
@@ -153,11 +153,27 @@ static void f_step(ura_ctx *cx, const ura_msg *m)
 							    .iov = iov, .iovcnt = 2, .offset = 2 });
 		break;
 	}
-	case 5:
+	case 5: {
 		memcpy(g_file_v, s->a, 4);
 		memcpy(g_file_v + 4, s->b, 8);
+		/* Gathered from the actor's own buffers, appended at 16. */
+		memcpy(s->a, "WXYZ", 4);
+		memcpy(s->b, "wxyz0123", 8);
+		struct iovec iov[2] = { { s->a, sizeof s->a }, { s->b, sizeof s->b } };
+		rc = ura_io_submit(cx, A_F, &(ura_io_req){ .op = URA_IO_WRITEV, .fd = s->fd,
+							    .iov = iov, .iovcnt = 2, .offset = 16 });
+		break;
+	}
+	case 6:
+		rc = ura_io_read(cx, A_F, s->fd, 64, 12);
+		break;
+	case 7: {
+		size_t n = 0;
+		const void *d = ura_arg_bytes(m, 1, &n);
+		memcpy(g_file_w, d, n < 31 ? n : 31);
 		rc = ura_io_close(cx, A_F, s->fd);
 		break;
+	}
 	default:
 		ura_stop(cx);
 		return;
@@ -195,14 +211,17 @@ static void test_file(ura_system *sys)
 	t_rc(await_guarded(sys), 0, "file: await");
 	t_eq(atomic_load(&g_file_fail), 0, "file: every step succeeded (failed at step %d: %lld)",
 	     atomic_load(&g_file_fail),
-	     (long long)(atomic_load(&g_file_fail) ? g_file_res[(atomic_load(&g_file_fail) - 1) & 7] : 0));
+	     (long long)(atomic_load(&g_file_fail) ? g_file_res[(atomic_load(&g_file_fail) - 1) % 10] : 0));
 	t_eq(g_file_res[1], 16, "file: write returned 16");
 	t_eq(g_file_res[2], 2, "file: write at offset 4 returned 2");
 	t_eq(g_file_res[4], 16, "file: read returned 16");
 	t_streq(g_file_read, "0123XY6789abcdef", "file: positioned write landed at offset 4");
 	t_eq(g_file_res[5], 12, "file: readv filled 12 bytes");
 	t_ok(memcmp(g_file_v, "23XY6789abcd", 12) == 0, "file: readv scattered into the actor's buffers");
-	t_eq(g_file_res[6], 0, "file: close returned 0");
+	t_eq(g_file_res[6], 12, "file: writev wrote 12 bytes");
+	t_eq(g_file_res[7], 16, "file: read from 12 returned the last 16 bytes");
+	t_streq(g_file_w, "cdefWXYZwxyz0123", "file: writev gathered the actor's buffers at offset 16");
+	t_eq(g_file_res[8], 0, "file: close returned 0");
 	unlink(g_path);
 }
 
