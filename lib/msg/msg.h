@@ -19,6 +19,12 @@ enum {
 
 enum {
 	URA__MF_STASH = 1, /* retire into the actor's stash, don't free */
+	/* Snapshots (lib/snap/snap.h): the parity of the sender's phase; a
+	 * poke (the snapshot thread asking a busy actor to capture itself);
+	 * and "never record" (delayed sends armed outside a handler). */
+	URA__MF_PH = 2,
+	URA__MF_POKE = 4,
+	URA__MF_NOSNAP = 8,
 };
 
 struct ura_msg {
