@@ -62,7 +62,10 @@ static void sbuf_drop(struct ura__sbuf *b)
 /* Owner: appends one record of snapshot `id` and publishes it. */
 static int sbuf_append(struct ura__sbuf *b, uint64_t id, const void *rec, size_t n)
 {
-	if (atomic_load_explicit(&b->id, memory_order_relaxed) != id) {
+	uint64_t have = atomic_load_explicit(&b->id, memory_order_relaxed);
+	if (have > id)
+		return 0; /* decided for a snapshot that is over: not wanted */
+	if (have != id) {
 		/* Left from an earlier snapshot, whose thread finished reading
 		 * before this one could start (see ura_snapshot). */
 		sbuf_drop(b);
@@ -104,18 +107,18 @@ static const struct ura__snap_reg *reg_find(struct ura__snap *S, const ura_class
 	return NULL;
 }
 
-static void store(struct ura__snap *S, struct ura__sbuf *buf, struct ura__bytes *rec)
+static void store(struct ura__snap *S, struct ura__sbuf *buf, struct ura__bytes *rec,
+		  uint64_t id)
 {
-	uint64_t id = atomic_load_explicit(&S->cur_id, memory_order_acquire);
 	if (rec->err || sbuf_append(buf, id, rec->p, rec->n) < 0)
 		atomic_store_explicit(&S->oom, 1, memory_order_relaxed);
 }
 
 /* A FAIL record (or SKIP, with skip_unsupported): one line of text. */
 static void problem(struct ura__snap *S, struct ura__sbuf *buf, struct ura__bytes *rec,
-		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+		    uint64_t id, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void problem(struct ura__snap *S, struct ura__sbuf *buf, struct ura__bytes *rec,
-		    const char *fmt, ...)
+		    uint64_t id, const char *fmt, ...)
 {
 	char line[300];
 	va_list ap;
@@ -128,10 +131,11 @@ static void problem(struct ura__snap *S, struct ura__sbuf *buf, struct ura__byte
 		len = sizeof line - 1;
 	rec->n = 0;
 	rec->err = 0;
-	ura__b_u32(rec, S->opts.skip_unsupported ? URA__REC_SKIP : URA__REC_FAIL);
+	ura__b_u32(rec, atomic_load_explicit(&S->skip, memory_order_relaxed) ?
+		   URA__REC_SKIP : URA__REC_FAIL);
 	ura__b_u32(rec, (uint32_t)len);
 	ura__b_put(rec, line, (size_t)len);
-	store(S, buf, rec);
+	store(S, buf, rec, id);
 }
 
 static const char *why_value(uint32_t type)
@@ -142,7 +146,7 @@ static const char *why_value(uint32_t type)
 
 /* The actor's record (FORMAT.md); `a` is ours (token) and alive. */
 static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura__bytes *rec,
-			  struct ura__actor *a, unsigned P)
+			  struct ura__actor *a, unsigned P, uint64_t id)
 {
 	ura_system *sys = S->sys;
 	uint32_t gen = atomic_load_explicit(&a->gen, memory_order_relaxed);
@@ -150,7 +154,7 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 	const struct ura__snap_reg *rg = reg_find(S, a->cls);
 	struct ura__actor_x *x = a->x;
 	if (!rg) {
-		problem(S, buf, rec, "actor %s <%u.%u>: class not registered (ura_snap_register)",
+		problem(S, buf, rec, id, "actor %s <%u.%u>: class not registered (ura_snap_register)",
 			cname, a->idx, gen);
 		return;
 	}
@@ -160,20 +164,20 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 			if (rg->sc.behaviors[i] == a->beh)
 				beh = (int32_t)i;
 		if (beh < 0) {
-			problem(S, buf, rec, "actor %s <%u.%u>: in behavior %s, not in its class's "
+			problem(S, buf, rec, id, "actor %s <%u.%u>: in behavior %s, not in its class's "
 				"ura_snap_class.behaviors", cname, a->idx, gen,
 				a->beh->name ? a->beh->name : "(unnamed)");
 			return;
 		}
 	}
 	if (x && x->pending) {
-		problem(S, buf, rec, "actor %s <%u.%u>: has requests awaiting replies "
+		problem(S, buf, rec, id, "actor %s <%u.%u>: has requests awaiting replies "
 			"(their continuations cannot be saved)", cname, a->idx, gen);
 		return;
 	}
 	uint32_t bt = x ? x->bound.type : 0;
 	if (bt == URA_T_PTR || bt == URA_T_STR || bt == URA_T_BYTES) {
-		problem(S, buf, rec, "actor %s <%u.%u>: its bound value is %s", cname, a->idx,
+		problem(S, buf, rec, id, "actor %s <%u.%u>: its bound value is %s", cname, a->idx,
 			gen, why_value(bt));
 		return;
 	}
@@ -181,7 +185,7 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 	     m = atomic_load_explicit(&m->next, memory_order_relaxed)) {
 		unsigned at = ura__msg_ptr_at(m);
 		if (at) {
-			problem(S, buf, rec, "actor %s <%u.%u>: a stashed message holds an "
+			problem(S, buf, rec, id, "actor %s <%u.%u>: a stashed message holds an "
 				"opaque pointer (value %u)", cname, a->idx, gen, at - 1);
 			return;
 		}
@@ -204,7 +208,7 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 		ura_snap_out out = { rec };
 		int rc = rg->sc.save(&out, a->state);
 		if (rc < 0) {
-			problem(S, buf, rec, "actor %s <%u.%u>: save callback failed: %s", cname,
+			problem(S, buf, rec, id, "actor %s <%u.%u>: save callback failed: %s", cname,
 				a->idx, gen, ura_strerror(rc));
 			return;
 		}
@@ -237,7 +241,7 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 		unsigned pat = ura__msg_ptr_at(m);
 		if (pat) {
 			ura__timer_snap_unlock(sys, h);
-			problem(S, buf, rec, "actor %s <%u.%u>: a delayed send holds an opaque "
+			problem(S, buf, rec, id, "actor %s <%u.%u>: a delayed send holds an opaque "
 				"pointer (value %u)", cname, a->idx, gen, pat - 1);
 			return;
 		}
@@ -252,7 +256,7 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 	ura__b_patch32(rec, at, ntimers);
 	ura__b_patch32(rec, 4, (uint32_t)(rec->n - 8));
 	atomic_fetch_add_explicit(&S->ntimers, ntimers, memory_order_relaxed);
-	store(S, buf, rec);
+	store(S, buf, rec, id);
 }
 
 void ura__snap_capture(struct ura__worker *w, struct ura__actor *a)
@@ -265,10 +269,11 @@ void ura__snap_capture(struct ura__worker *w, struct ura__actor *a)
 	if (a->snap_ph == P)
 		return;
 	a->snap_ph = P & 1;
-	if (a->state_kind != URA__A_ALIVE ||
-	    !atomic_load_explicit(&S->collecting, memory_order_acquire))
+	/* acquire: as above (the state is set before the flip). */
+	uint64_t st = atomic_load_explicit(&S->state, memory_order_acquire);
+	if (a->state_kind != URA__A_ALIVE || !(st & 1) || ((st >> 1) & 1) != P)
 		return;
-	capture_actor(S, &w->snap.buf, &w->snap.scratch, a, P);
+	capture_actor(S, &w->snap.buf, &w->snap.scratch, a, P, st >> 1);
 }
 
 void ura__snap_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
@@ -292,14 +297,15 @@ void ura__snap_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor
 
 /* An old-phase message handled by an actor already in the new phase: it
  * was in flight at the cut. */
-static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m)
+static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,
+		       uint64_t id)
 {
 	struct ura__snap *S = w->sys->snap;
 	struct ura__bytes *rec = &w->snap.scratch;
 	unsigned at = ura__msg_ptr_at(m);
 	if (at) {
 		char name[URA_ATOM_MAX + 1];
-		problem(S, &w->snap.buf, rec, "message %s(...) to actor %s <%u.%u>: holds an "
+		problem(S, &w->snap.buf, rec, id, "message %s(...) to actor %s <%u.%u>: holds an "
 			"opaque pointer (value %u)", ura_atom_name(m->tag, name), a->cls->name,
 			a->idx, m->to_gen, at - 1);
 		return;
@@ -314,7 +320,7 @@ static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_m
 	ura__b_u64(rec, ura__ref_make(a->idx, m->to_gen).id);
 	ura__snap_put_msg(rec, m);
 	ura__b_patch32(rec, 4, (uint32_t)(rec->n - 8));
-	store(S, &w->snap.buf, rec);
+	store(S, &w->snap.buf, rec, id);
 }
 
 int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,
@@ -339,6 +345,8 @@ int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m
 	}
 	if (mph != a->snap_ph) {
 		unsigned P = atomic_load_explicit(&sys->snap_ph, memory_order_acquire);
+		/* acquire: pairs with the release of the state in snap_main. */
+		uint64_t st = atomic_load_explicit(&S->state, memory_order_acquire);
 		if (mph == P) {
 			/* From the new phase: capture first, it is not in the cut. */
 			ura__snap_recv(&w->snap, a->snap_ph, *same);
@@ -347,8 +355,10 @@ int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m
 		} else if (alive && !(m->flags & URA__MF_NOSNAP) &&
 			   (m->kind == URA__MK_PLAIN || m->kind == URA__MK_REQUEST ||
 			    m->kind == URA__MK_RESPONSE) &&
-			   atomic_load_explicit(&S->collecting, memory_order_acquire)) {
-			record_msg(w, a, m);
+			   (st & 1) && ((st >> 1) & 1) == (mph ^ 1u)) {
+			/* Old for the snapshot collecting now: in flight at
+			 * its cut. */
+			record_msg(w, a, m, st >> 1);
 		}
 		/* Receive timeouts and request deadlines are not recorded:
 		 * restore re-arms the former, and requests are refused. */
@@ -399,7 +409,7 @@ static void scan(struct ura__snap *S, unsigned P)
 		}
 		if (a->state_kind == URA__A_ALIVE && a->snap_ph != P) {
 			a->snap_ph = P & 1;
-			capture_actor(S, &S->tbuf, &S->scratch, a, P);
+			capture_actor(S, &S->tbuf, &S->scratch, a, P, S->id);
 		}
 		if (!ura__mb_mark_idle(&a->mb))
 			ura__schedule(sys, NULL, a);
@@ -656,7 +666,8 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 	/* In-flight messages, in the order they were about to be handled;
 	 * those to actors not in the cut (spawned by the new phase) or left
 	 * out are dropped. */
-	qsort(g.msgs, g.nmsgs, sizeof *g.msgs, by_seq);
+	if (g.nmsgs)
+		qsort(g.msgs, g.nmsgs, sizeof *g.msgs, by_seq);
 	for (size_t i = 0; i < g.nmsgs; i++) {
 		if (!ura__map_get(&g.refs, g.msgs[i].to, NULL))
 			continue;
@@ -719,7 +730,7 @@ static void *snap_main(void *arg)
 	 * pairs with the fence in ura__snap_spawned (see there); and the
 	 * store is the release that workers' acquire of snap_ph pairs with
 	 * (the registry, id and options above it are theirs to read). */
-	atomic_store_explicit(&S->collecting, 1, memory_order_relaxed);
+	atomic_store_explicit(&S->state, S->id << 1 | 1, memory_order_relaxed);
 	atomic_store_explicit(&sys->snap_ph, (uint8_t)P, memory_order_seq_cst);
 	ura__fence_seq_cst();
 	scan(S, P);
@@ -735,9 +746,10 @@ static void *snap_main(void *arg)
 		if (nap < 1000)
 			nap *= 2;
 	}
-	/* release: a worker that still sees collecting is one whose record
-	 * the old phase did not need (an input from outside, after the cut). */
-	atomic_store_explicit(&S->collecting, 0, memory_order_release);
+	/* release: a worker that still sees us collecting is one whose
+	 * record the old phase did not need (an input from outside, after
+	 * the cut); we read only what was counted. */
+	atomic_store_explicit(&S->state, S->id << 1, memory_order_release);
 	info.capture_ns = ura__now_ns() - S->t0;
 	if (!rc)
 		rc = persist(S, &info, &error, &skipped);
@@ -834,7 +846,7 @@ URA_API int ura_snapshot(ura_system *sys, const char *path, const ura_snap_opts 
 		memset(&S->opts, 0, sizeof S->opts);
 	S->t0 = ura__now_ns();
 	S->id = ++S->phase;
-	atomic_store_explicit(&S->cur_id, S->id, memory_order_relaxed);
+	atomic_store_explicit(&S->skip, S->opts.skip_unsupported, memory_order_relaxed);
 	atomic_store_explicit(&S->pokes, 0, memory_order_relaxed);
 	atomic_store_explicit(&S->oom, 0, memory_order_relaxed);
 	atomic_store_explicit(&S->ntimers, 0, memory_order_relaxed);

@@ -41,11 +41,14 @@ struct ura__snap {
 	char *path;
 	ura_snap_opts opts;
 	uint64_t t0, id;
-	_Atomic uint64_t cur_id;       /* id, for the workers' buffers */
+	/* id << 1 | collecting: which snapshot records go to, and whether
+	 * it still takes them, read in one load (a worker that decided to
+	 * record for snapshot k must never write into k + 1's buffer). */
+	_Atomic uint64_t state;
+	_Atomic int skip;              /* opts.skip_unsupported of that one */
 
 	_Atomic int active;            /* from ura_snapshot to the report */
 	_Atomic int threads;           /* snapshot threads before their end */
-	_Atomic int collecting;        /* records still belong to the cut */
 	_Atomic int cancel;            /* destroy: give up */
 	_Atomic int oom;               /* a record was lost */
 	_Atomic uint64_t pokes;        /* pokes not yet handled */
