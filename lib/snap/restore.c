@@ -466,36 +466,36 @@ static int fill_actor(struct restore *R, struct ractor *x)
  * armed them. */
 static int track_timers(struct restore *R, struct ractor *x)
 {
-	struct ura__rd r = x->timers;
 	uint32_t n = 0;
-	ura_timer hs[64];
-	struct ura__actor_x *ax = NULL;
-	for (uint32_t i = 0; i < x->ntimers; i++) {
-		uint64_t old = ura__rd_u64(&r), h = 0;
-		(void)ura__rd_take(&r, 16);
-		struct ura__smsg skip;
-		ura__snap_get_msg(&r, &skip);
-		if (!ura__map_get(&R->timers, old, &h) || !h)
-			continue;
-		hs[n++] = (ura_timer)h;
-		if (n < URA__ARRAY_LEN(hs) && i + 1 < x->ntimers)
-			continue;
-		if (!ax && !(ax = ura__actor_x(x->a)))
-			return -ENOMEM;
-		struct ura__atimers *t = ax->timers;
-		uint32_t have = t ? t->n : 0, cap = t ? t->cap : 0;
-		if (have + n > cap) {
-			cap = have + n < 4 ? 4 : (have + n) * 2;
-			struct ura__atimers *nt = realloc(t, sizeof *t + cap * sizeof t->h[0]);
-			if (!nt)
+	for (int pass = 0; pass < 2; pass++) {
+		struct ura__rd r = x->timers;
+		struct ura__atimers *t = NULL;
+		if (pass) {
+			if (!n)
+				return 0;
+			struct ura__actor_x *ax = ura__actor_x(x->a);
+			if (!ax)
 				return -ENOMEM;
-			nt->n = have;
-			nt->cap = cap;
-			ax->timers = t = nt;
+			uint32_t have = ax->timers ? ax->timers->n : 0;
+			t = realloc(ax->timers, sizeof *t + (have + n) * sizeof t->h[0]);
+			if (!t)
+				return -ENOMEM;
+			t->n = have;
+			t->cap = have + n;
+			ax->timers = t;
 		}
-		memcpy(&t->h[t->n], hs, n * sizeof hs[0]);
-		t->n += n;
-		n = 0;
+		for (uint32_t i = 0; i < x->ntimers; i++) {
+			uint64_t old = ura__rd_u64(&r), h = 0;
+			(void)ura__rd_take(&r, 16);
+			struct ura__smsg skip;
+			ura__snap_get_msg(&r, &skip);
+			if (!ura__map_get(&R->timers, old, &h) || !h)
+				continue; /* its target was not in the snapshot */
+			if (pass)
+				t->h[t->n++] = (ura_timer)h;
+			else
+				n++;
+		}
 	}
 	return 0;
 }
