@@ -851,7 +851,8 @@ typedef void ura_snap_done_fn(void *ud, const ura_snap_info *info);
 
 typedef struct ura_snap_opts {
 	/* Called once, on the snapshot thread, when the snapshot is written
-	 * or has failed. It may start the next snapshot. */
+	 * or has failed. It may start the next snapshot; it must not call
+	 * ura_system_await (which waits for it) or destroy the system. */
 	ura_snap_done_fn *done;
 	void *ud;
 	/* And/or a message to this actor (tag URA_SNAP_DONE unless set). */
