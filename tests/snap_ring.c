@@ -375,6 +375,215 @@ static void timers_and_groups(const char *dir)
 	t_destroy(sys);
 }
 
+
+/* ---- churn: actors spawned and stopped while snapshots run ----------- */
+
+#define A_GO URA_ATOM("go")
+#define A_RES URA_ATOM("res")
+
+typedef struct {
+	int64_t depth, id, pending, sum, rounds, want_rounds;
+	ura_ref parent;
+} tree_state;
+
+static _Atomic int64_t tree_spawned;
+static tree_state tree_root_fin;
+static const ura_class tree_class;
+
+static void tree_go(ura_ctx *cx, const ura_msg *m)
+{
+	tree_state *s = ura_state(cx);
+	(void)m;
+	if (s->depth == 0) {
+		uint64_t v = (uint64_t)s->id * 2654435761u % 1000003u;
+		ura_send(cx, s->parent, A_RES, (int64_t)v);
+		ura_stop(cx);
+		return;
+	}
+	s->pending = 3;
+	for (int i = 0; i < 3; i++) {
+		tree_state c = { .depth = s->depth - 1, .id = s->id * 3 + i + 1, .parent = ura_self(cx) };
+		ura_ref r;
+		if (ura_spawn(cx, &tree_class, &c, &r) == 0) {
+			atomic_fetch_add_explicit(&tree_spawned, 1, memory_order_relaxed);
+			ura_send(cx, r, A_GO);
+		}
+	}
+}
+
+static void tree_res(ura_ctx *cx, const ura_msg *m)
+{
+	tree_state *s = ura_state(cx);
+	s->sum += ura_arg_i64(m, 0) + s->id;
+	if (--s->pending)
+		return;
+	if (!ura_ref_null(s->parent)) {
+		ura_send(cx, s->parent, A_RES, s->sum);
+		ura_stop(cx);
+		return;
+	}
+	/* The root: another round, a fresh tree, until done. */
+	if (++s->rounds < s->want_rounds)
+		tree_go(cx, m);
+}
+
+static void tree_destroy(void *state)
+{
+	tree_state *s = state;
+	if (ura_ref_null(s->parent))
+		tree_root_fin = *s;
+}
+
+URA_BEHAVIOR(tree_beh, URA_ON(A_GO, "", tree_go), URA_ON(A_RES, "i", tree_res));
+static const ura_class tree_class = { .name = "tree", .state_size = sizeof(tree_state),
+				      .initial = &tree_beh, .destroy = tree_destroy };
+
+static int tree_save(ura_snap_out *out, const void *state)
+{
+	const tree_state *s = state;
+	int rc = ura_snap_put(out, s, offsetof(tree_state, parent));
+	return rc ? rc : ura_snap_put_ref(out, s->parent);
+}
+
+static int tree_load(ura_snap_in *in, void *state)
+{
+	tree_state *s = state;
+	int rc = ura_snap_get(in, s, offsetof(tree_state, parent));
+	return rc ? rc : ura_snap_get_ref(in, &s->parent);
+}
+
+static const ura_snap_class tree_snap = { .cls = &tree_class, .save = tree_save, .load = tree_load };
+
+static void churn(const char *dir)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/tree.snap", dir);
+	int64_t rounds = t_scaled(600) < 20 ? 20 : t_scaled(600);
+	tree_state got[3];
+	for (int mode = 0; mode < 3; mode++) { /* uninterrupted, snapshots, restored */
+		memset(&tree_root_fin, 0, sizeof tree_root_fin);
+		atomic_store(&tree_spawned, 0);
+		ura_system *sys;
+		ura_config cfg = { .workers = 2, .paused = mode == 2 };
+		t_must(ura_system_new(&sys, &cfg));
+		t_must(ura_snap_register(sys, &tree_snap));
+		if (mode < 2) {
+			ura_ref root;
+			t_must(ura_spawn(sys, &tree_class,
+					 &(tree_state){ .depth = 6, .want_rounds = rounds }, &root));
+			t_must(ura_send(sys, root, A_GO));
+		}
+		if (mode == 1) {
+			struct t_snap s;
+			t_snap_init(&s);
+			int64_t per = 1093 * rounds; /* actors spawned in the whole run */
+			for (int k = 0; k < 4; k++) {
+				uint64_t t0 = t_now_ns();
+				while (atomic_load(&tree_spawned) < per * (k + 1) / 10 &&
+				       t_now_ns() - t0 < 20 * URA_SEC)
+					usleep(100);
+				t_must(t_snap_start(sys, path, &s, 0));
+				if (t_snap_wait(&s) < 0)
+					t_rc(s.info.status, 0, "churn snapshot %d: %s", k + 1, s.error);
+			}
+			t_ok(s.info.status == 0 && s.info.actors > 1,
+			     "four snapshots while actors spawn and stop (last: %llu actors, %llu "
+			     "messages)", (unsigned long long)s.info.actors,
+			     (unsigned long long)s.info.messages);
+		}
+		if (mode == 2)
+			t_ok(ura_restore(sys, path, NULL) > 1, "the churning tree restored");
+		t_must(await_guarded(sys));
+		t_eq(stats(sys).live, 1, "only the root is left");
+		t_destroy(sys);
+		got[mode] = tree_root_fin;
+	}
+	t_eq(got[0].rounds, rounds, "every round ran");
+	t_eq(got[1].sum, got[0].sum, "with snapshots: the same sum as uninterrupted");
+	t_eq(got[2].sum, got[0].sum, "restored: the same sum as uninterrupted");
+	t_eq(got[2].rounds, got[0].rounds, "restored: the same rounds");
+}
+
+
+/* ---- a child spawned after the cut by an actor still in the old phase -- */
+
+#define A_LATE URA_ATOM("late")
+#define A_CHECK URA_ATOM("check")
+#define A_COUNT URA_ATOM("count")
+
+typedef struct { int64_t v; ura_ref kid; } late_state;
+static _Atomic int64_t kid_hits;
+static const ura_class kid_class;
+
+static void late_spawn(ura_ctx *cx, const ura_msg *m)
+{
+	late_state *s = ura_state(cx);
+	(void)m;
+	usleep(150000); /* the snapshot starts meanwhile: we are in the old phase */
+	ura_spawn(cx, &kid_class, &(late_state){ .v = 42 }, &s->kid);
+}
+static void late_check(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_send(cx, ((late_state *)ura_state(cx))->kid, A_COUNT);
+}
+static void kid_count(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	atomic_fetch_add(&kid_hits, ((late_state *)ura_state(cx))->v);
+}
+URA_BEHAVIOR(late_beh, URA_ON(A_LATE, "", late_spawn), URA_ON(A_CHECK, "", late_check),
+	     URA_ON(A_COUNT, "", kid_count));
+static const ura_class late_class = { .name = "late", .state_size = sizeof(late_state), .initial = &late_beh };
+static const ura_class kid_class = { .name = "kid", .state_size = sizeof(late_state), .initial = &late_beh };
+
+static int late_save(ura_snap_out *out, const void *state)
+{
+	const late_state *s = state;
+	int rc = ura_snap_put(out, &s->v, 8);
+	return rc ? rc : ura_snap_put_ref(out, s->kid);
+}
+static int late_load(ura_snap_in *in, void *state)
+{
+	late_state *s = state;
+	int rc = ura_snap_get(in, &s->v, 8);
+	return rc ? rc : ura_snap_get_ref(in, &s->kid);
+}
+
+static void late_child(const char *dir)
+{
+	char path[256];
+	snprintf(path, sizeof path, "%s/late.snap", dir);
+	ura_system *sys;
+	ura_config cfg = { .workers = 2 };
+	t_must(ura_system_new(&sys, &cfg));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ &late_class, late_save, late_load, NULL, 0 }));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ &kid_class, late_save, late_load, NULL, 0 }));
+	ura_ref p;
+	t_must(ura_spawn(sys, &late_class, NULL, &p));
+	t_must(ura_send(sys, p, A_LATE));
+	usleep(50000);
+	struct t_snap s;
+	t_snap_init(&s);
+	t_must(t_snap_start(sys, path, &s, 0));
+	t_rc(t_snap_wait(&s), 0, "snapshot while an old-phase actor spawns");
+	t_eq(s.info.actors, 2, "the child it spawned after the cut is in it");
+	t_must(await_guarded(sys));
+	t_destroy(sys);
+
+	cfg.paused = 1;
+	t_must(ura_system_new(&sys, &cfg));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ &late_class, late_save, late_load, NULL, 0 }));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ &kid_class, late_save, late_load, NULL, 0 }));
+	ura_snap_map *map;
+	t_eq(ura_restore(sys, path, &map), 2, "both restored");
+	t_must(ura_send(sys, ura_snap_map_ref(map, p), A_CHECK));
+	ura_snap_map_free(map);
+	t_must(await_guarded(sys));
+	t_eq(atomic_load(&kid_hits), 42, "the parent's ref to its idle child still works");
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	char *dir = t_tmpdir();
@@ -421,6 +630,8 @@ int main(void)
 	}
 
 	timers_and_groups(dir);
+	churn(dir);
+	late_child(dir);
 	t_rmdir(dir);
 	return t_done();
 }
