@@ -48,6 +48,27 @@ const void *ura__rd_take(struct ura__rd *r, size_t n)
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+static int crc_hw_ok;
+
+#if defined(__x86_64__)
+/* SSE4.2's crc32 computes CRC32C itself: ~10x the tables' speed, which
+ * matters for a snapshot holding a million messages. */
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+	uint64_t c = crc;
+	while (n >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		n -= 8;
+	}
+	while (n--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p++);
+	return (uint32_t)c;
+}
+#endif
 
 static void crc_init(void)
 {
@@ -60,6 +81,9 @@ static void crc_init(void)
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 8; t++)
 			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
+#if defined(__x86_64__)
+	crc_hw_ok = __builtin_cpu_supports("sse4.2");
+#endif
 }
 
 /* crc: 0 to start; feed the previous result to continue. */
@@ -68,6 +92,10 @@ uint32_t ura__crc32c(uint32_t crc, const void *buf, size_t n)
 	pthread_once(&crc_once, crc_init);
 	const unsigned char *p = buf;
 	crc = ~crc;
+#if defined(__x86_64__)
+	if (crc_hw_ok)
+		return ~crc_hw(crc, p, n);
+#endif
 	while (n >= 8) {
 		uint64_t v;
 		memcpy(&v, p, 8);

@@ -449,6 +449,8 @@ struct span {
 struct gather {
 	struct span *actors, *msgs;
 	size_t nactors, nmsgs, capa, capm;
+	size_t *runs, nruns;    /* where each buffer's messages start */
+	size_t bytes;           /* of the actor and message records */
 	struct ura__bytes fails, skips;
 	uint64_t nfails, nskips;
 	struct ura__map refs;   /* actor ref -> 1 */
@@ -483,6 +485,7 @@ static void gather_buf(struct gather *g, struct ura__sbuf *b, uint64_t id)
 	/* acquire: pairs with the owner's release of id and head. */
 	if (atomic_load_explicit(&b->id, memory_order_acquire) != id)
 		return;
+	g->runs[g->nruns++] = g->nmsgs;
 	for (struct ura__schunk *c = atomic_load_explicit(&b->head, memory_order_acquire); c;
 	     c = atomic_load_explicit(&c->next, memory_order_acquire)) {
 		size_t used = atomic_load_explicit(&c->used, memory_order_acquire);
@@ -493,6 +496,8 @@ static void gather_buf(struct gather *g, struct ura__sbuf *b, uint64_t id)
 			const unsigned char *p = c->data + off;
 			struct span s = { p, (size_t)len + 8, 0, 0 };
 			int rc = 0;
+			if (type == URA__REC_ACTOR || type == URA__REC_MSG)
+				g->bytes += s.n;
 			if (type == URA__REC_ACTOR) {
 				memcpy(&s.to, p + 8, 8);
 				rc = span_add(&g->actors, &g->nactors, &g->capa, s);
@@ -518,6 +523,38 @@ static int by_seq(const void *x, const void *y)
 {
 	const struct span *a = x, *b = y;
 	return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* The messages in sequence order. Each buffer's run is in order already
+ * (a worker takes its sequence numbers as it appends), so a merge of the
+ * few runs does it; qsort only for many workers. */
+static int order_msgs(struct gather *g)
+{
+	if (g->nruns <= 1 || g->nmsgs < 2)
+		return 0;
+	if (g->nruns > 16) {
+		qsort(g->msgs, g->nmsgs, sizeof *g->msgs, by_seq);
+		return 0;
+	}
+	struct span *out = malloc(g->nmsgs * sizeof *out);
+	if (!out)
+		return -ENOMEM;
+	size_t at[17], end[17];
+	for (size_t r = 0; r < g->nruns; r++) {
+		at[r] = g->runs[r];
+		end[r] = r + 1 < g->nruns ? g->runs[r + 1] : g->nmsgs;
+	}
+	for (size_t k = 0; k < g->nmsgs; k++) {
+		size_t best = SIZE_MAX;
+		for (size_t r = 0; r < g->nruns; r++)
+			if (at[r] < end[r] &&
+			    (best == SIZE_MAX || g->msgs[at[r]].seq < g->msgs[at[best]].seq))
+				best = r;
+		out[k] = g->msgs[at[best]++];
+	}
+	free(g->msgs);
+	g->msgs = out;
+	return 0;
 }
 
 static void put_groups(ura_system *sys, struct gather *g, struct ura__bytes *body,
@@ -617,6 +654,9 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 	ura_system *sys = S->sys;
 	struct gather g;
 	memset(&g, 0, sizeof g);
+	g.runs = malloc((sys->nworkers + 1) * sizeof *g.runs);
+	if (!g.runs)
+		return -ENOMEM;
 	for (unsigned i = 0; i < sys->nworkers; i++)
 		gather_buf(&g, &sys->workers[i].snap.buf, S->id);
 	gather_buf(&g, &S->tbuf, S->id);
@@ -644,8 +684,12 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 		rc = -EINVAL;
 	}
 	struct ura__bytes hdr = { 0 }, body = { 0 }, tail = { 0 };
+	if (!rc)
+		rc = order_msgs(&g);
 	if (rc)
 		goto out;
+	/* One allocation for the records; classes and groups are small. */
+	ura__b_grow(&body, g.bytes + 4096);
 	/* Classes: every registered one (an actor names its class by index). */
 	for (unsigned i = 0; i < S->nreg; i++) {
 		const struct ura__snap_reg *r = &S->reg[i];
@@ -666,8 +710,6 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 	/* In-flight messages, in the order they were about to be handled;
 	 * those to actors not in the cut (spawned by the new phase) or left
 	 * out are dropped. */
-	if (g.nmsgs)
-		qsort(g.msgs, g.nmsgs, sizeof *g.msgs, by_seq);
 	for (size_t i = 0; i < g.nmsgs; i++) {
 		if (!ura__map_get(&g.refs, g.msgs[i].to, NULL))
 			continue;
@@ -711,6 +753,7 @@ out:
 	ura__b_free(&g.skips);
 	free(g.actors);
 	free(g.msgs);
+	free(g.runs);
 	ura__map_free(&g.refs);
 	return rc;
 }
