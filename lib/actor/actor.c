@@ -384,8 +384,7 @@ static int make_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
 	m->req = req;
 	/* The sender's phase (lib/snap/snap.h): the turn's actor on a worker,
 	 * the system's elsewhere. */
-	if (w ? w->snap.cur : atomic_load_explicit(&sys->snap_ph, memory_order_relaxed))
-		m->flags = URA__MF_PH;
+	m->flags = w ? w->snap.cur : ura__snap_stamp(sys);
 	*ap = a;
 	*mp = m;
 	return 0;
@@ -442,7 +441,10 @@ void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 	}
 	/* A target that stopped meanwhile drops it as a dead letter (its
 	 * generation no longer matches m->to_gen). A delayed send counts in
-	 * its phase when it fires (lib/snap/snap.h). */
+	 * its phase when it fires; a message not made by make_msg is an
+	 * input from outside, stamped now (lib/snap/snap.h). */
+	if (ura__unlikely(!(m->flags & URA__MF_SNAPD)))
+		m->flags |= ura__snap_stamp(w->sys) | URA__MF_NOSNAP;
 	ura__snap_sent(&w->snap, m);
 	post(w->sys, w, w->node, a, m);
 }
@@ -981,7 +983,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	if (ura__unlikely(a->snap_ph != atomic_load_explicit(&sys->snap_ph, memory_order_relaxed)))
 		ura__snap_capture(w, a);
 	unsigned same = 0, aph = a->snap_ph ? URA__MF_PH : 0;
-	w->snap.cur = a->snap_ph;
+	w->snap.cur = (uint8_t)(URA__MF_SNAPD | aph);
 	/* The turn stops at the newest message present on entry, so an actor
 	 * that floods itself cannot keep the worker. acquire: pairs with the
 	 * pushes' exchange, as the pops below do. */
@@ -996,7 +998,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 		} else {
 			int poke = ura__snap_msg(w, a, m, &same);
 			aph = a->snap_ph ? URA__MF_PH : 0;
-			w->snap.cur = a->snap_ph;
+			w->snap.cur = (uint8_t)(URA__MF_SNAPD | aph);
 			if (poke) {
 				if ((uintptr_t)m == entry || ++n >= sys->batch)
 					break;

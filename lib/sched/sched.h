@@ -240,6 +240,14 @@ struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
 struct ura__actor_x *ura__actor_x(struct ura__actor *a);
 void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt);
 void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_destroy);
+/* The stamp of a message sent by a thread that is not running a turn:
+ * the system's phase (relaxed: any phase is consistent for an input from
+ * outside; the counting that follows uses the stamp, whatever it is). */
+static inline uint8_t ura__snap_stamp(ura_system *sys)
+{
+	return (uint8_t)(URA__MF_SNAPD |
+			 (atomic_load_explicit(&sys->snap_ph, memory_order_relaxed) ? URA__MF_PH : 0));
+}
 /* snap/snap.c: a child's phase (its spawner's), after its gen is out. */
 void ura__snap_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 

@@ -382,8 +382,7 @@ static struct ura_msg *build(struct restore *R, struct ura__rd *r, ura_ref to, i
 	m->to_gen = ura__ref_gen(to);
 	m->kind = sm.kind;
 	m->req = sm.req;
-	if (atomic_load_explicit(&R->sys->snap_ph, memory_order_relaxed))
-		m->flags = URA__MF_PH;
+	m->flags = ura__snap_stamp(R->sys);
 	return m;
 }
 

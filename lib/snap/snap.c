@@ -290,7 +290,7 @@ void ura__snap_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor
 	/* Spawned in a turn: part of that actor's phase. An old-phase actor's
 	 * child exists in the cut (its parent's saved state may hold its
 	 * ref): captured now, as init left it. */
-	a->snap_ph = w->snap.cur & 1;
+	a->snap_ph = (w->snap.cur & URA__MF_PH) ? 1 : 0;
 	if (a->snap_ph != P)
 		ura__snap_capture(w, a);
 }
@@ -381,7 +381,7 @@ static void poke(struct ura__snap *S, struct ura__actor *a, uint32_t gen, unsign
 	}
 	ura__msg_fill(m, POKE_TAG, URA_NOREF, NULL, 0);
 	m->to_gen = gen;
-	m->flags = (uint8_t)(URA__MF_POKE | (P ? URA__MF_PH : 0));
+	m->flags = (uint8_t)(URA__MF_SNAPD | URA__MF_POKE | (P ? URA__MF_PH : 0));
 	atomic_fetch_add_explicit(&S->pokes, 1, memory_order_relaxed);
 	ura__ext_sent_inc(sys);
 	ura__snap_ext_sent(sys, m);
@@ -1016,6 +1016,8 @@ int ura__snap_init(ura_system *sys)
 	memset(S, 0, sizeof *S);
 	S->sys = sys;
 	pthread_mutex_init(&S->lock, NULL);
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		sys->workers[i].snap.cur = URA__MF_SNAPD; /* phase 0 */
 	sys->snap = S;
 	return 0;
 }

@@ -70,7 +70,9 @@ struct ura__wsnap {
 	 * pairs with the acquire in the completion check, so a receive it
 	 * sees implies the send before it (and any record of it) is seen. */
 	_Atomic uint64_t recv[2];
-	uint8_t cur;                 /* parity of the actor whose turn runs */
+	/* Owner: the stamp make_msg puts on a message this worker sends:
+	 * URA__MF_SNAPD and the phase of the actor whose turn runs. */
+	uint8_t cur;
 	struct ura__sbuf buf;        /* owner appends, the snapshot thread reads */
 	struct ura__bytes scratch;   /* owner: the record being built */
 };
