@@ -978,10 +978,9 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
 	ura__inc(&w->st.turns);
-	/* Snapshots (lib/snap/snap.h): captured before its first turn in a
-	 * new phase; messages of the turn are counted by phase. */
-	if (ura__unlikely(a->snap_ph != atomic_load_explicit(&sys->snap_ph, memory_order_relaxed)))
-		ura__snap_capture(w, a);
+	/* Snapshots (lib/snap/snap.h): the actor is captured before it
+	 * handles its first message of a new phase (the per-message test
+	 * below); messages of the turn are counted by phase. */
 	unsigned same = 0, aph = a->snap_ph ? URA__MF_PH : 0;
 	w->snap.cur = (uint8_t)(URA__MF_SNAPD | aph);
 	/* The turn stops at the newest message present on entry, so an actor

@@ -14,17 +14,22 @@
  *    sent (of the actor running the turn; of the system for a thread that
  *    is not a worker).
  * When no snapshot runs, all three agree and the turn loop pays one
- * predictable branch per turn and one per message.
+ * predictable branch per message (the test it makes anyway to tell old
+ * messages from new ones); nothing per turn but the stamp it stores.
  *
- * Capture. An actor whose parity differs from the system's is captured
- * (state, behavior, bound value, stash, pending delayed sends) before its
- * first message of the new phase: at the top of its turn, or when a message
- * of the new phase reaches it mid-turn. A message of the old phase that an
- * actor of the new phase is about to handle was in flight at the cut: it is
- * recorded, in mailbox order. Idle actors are captured by the snapshot
- * thread itself, which takes their token the way a spawn takes a free slot;
- * an actor that is busy instead gets a "poke", a message of the new phase
- * that makes it capture itself and is then dropped.
+ * Capture. An actor is captured (state, behavior, bound value, stash,
+ * pending delayed sends) just before it handles its first message of the
+ * new phase, as in the paper: a message from an actor already captured,
+ * or from outside after the flip, or a "poke". Until then it handles the
+ * old messages it has as before the cut, so a backlog of them is never
+ * recorded. A message of the old phase that an actor of the new phase is
+ * about to handle was in flight at the cut: it is recorded, in mailbox
+ * order. Idle actors are captured by the snapshot thread itself, which
+ * takes their token the way a spawn takes a free slot (no message, no
+ * wakeup); an actor that is busy instead gets a poke, a message of the new
+ * phase that makes it capture itself and is then dropped. A child spawned
+ * by an actor still in the old phase is captured at its spawn (its
+ * parent's saved state may hold its ref).
  *
  * Completion. The snapshot thread waits until every poke was handled and,
  * per parity, as many messages were received as were sent (per-worker
@@ -105,8 +110,9 @@ void ura__snap_fini(ura_system *sys);
 int ura__snap_busy(ura_system *sys);
 /* Counts a send by a thread that is not a worker, before the push. */
 void ura__snap_ext_sent(ura_system *sys, const struct ura_msg *m);
-/* Top of a turn, or a child spawned by an actor of the old phase: capture
- * a (whose token the caller holds) if its parity is not the system's. */
+/* A message of the new phase or a poke reached a, or a is a child spawned
+ * by an actor of the old phase: capture a (whose token the caller holds)
+ * if its parity is not the system's. */
 void ura__snap_capture(struct ura__worker *w, struct ura__actor *a);
 /* A message whose parity differs from its actor's, or a poke. Counts it
  * (with *same, the turn's count so far, when the actor's parity changes);
