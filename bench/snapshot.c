@@ -236,7 +236,7 @@ static ura_system *new_system(void)
 
 struct snapfig {
 	pthread_mutex_t lock;
-	double capture_ms[4096], total_ms[4096], msgs[4096], mb[4096];
+	double capture_ms[4096], total_ms[4096], msgs[4096], mb[4096], actors[4096];
 	int n, failed;
 };
 static struct snapfig figs = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -250,6 +250,7 @@ static void on_done(void *ud, const ura_snap_info *info)
 			fprintf(stderr, "snapshot failed: %s\n", info->error ? info->error : "?");
 	} else if (figs.n < 4096) {
 		figs.msgs[figs.n] = (double)info->messages;
+		figs.actors[figs.n] = (double)info->actors;
 		figs.mb[figs.n] = (double)info->bytes / 1e6;
 		figs.capture_ms[figs.n] = (double)info->capture_ns / 1e6;
 		figs.total_ms[figs.n++] = (double)info->duration_ns / 1e6;
@@ -333,10 +334,12 @@ static void times(int iters, int reps, const char *dir, const char *only)
 		double cap = median(figs.capture_ms, nf), tot = median(figs.total_ms, nf);
 		double mn = median(none, reps), ms = median(snap, reps);
 		double msgs = median(figs.msgs, nf), mb = median(figs.mb, nf);
+		double actors = median(figs.actors, nf);
 		printf("bench=snapshot workload=%s iters=%d reps=%d none_s=%.4f snap_s=%.4f ratio=%.3f "
 		       "snapshots=%d failed=%d capture_ms_p50=%.2f written_ms_p50=%.2f "
-		       "msgs_saved_p50=%.0f file_mb_p50=%.2f\n",
-		       wls[w].name, iters, reps, mn, ms, ms / mn, nf, figs.failed, cap, tot, msgs, mb);
+		       "actors_saved_p50=%.0f msgs_saved_p50=%.0f file_mb_p50=%.2f\n",
+		       wls[w].name, iters, reps, mn, ms, ms / mn, nf, figs.failed, cap, tot, actors,
+		       msgs, mb);
 		fflush(stdout);
 	}
 	unlink(path);
