@@ -630,6 +630,8 @@ URA_API long ura_restore(ura_system *sys, const char *path, ura_snap_map **map)
 		return -EINVAL;
 	if (ura__current_worker)
 		return -EDEADLK;
+	/* acquire: pairs with the release of started in ura__workers_start
+	 * and of idx_hwm in reserve(): a spawn or a start we can see. */
 	if (atomic_load_explicit(&sys->started, memory_order_acquire) ||
 	    atomic_load_explicit(&sys->idx_hwm, memory_order_acquire) != 1) {
 		ura__log(sys, URA_LOG_ERROR, "restore %s: the system must be new: created paused, "

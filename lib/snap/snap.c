@@ -18,6 +18,10 @@
 #include "snap/format.h"
 #include "snap/snap_int.h"
 
+/* Atomics: a relaxed access without a comment is to a field one thread
+ * writes (a buffer's owner, or whoever holds S->lock) that orders nothing
+ * else; every other ordering says what it pairs with. */
+
 #define POKE_TAG URA_ATOM("_snappoke")
 #define CHUNK_BYTES (64u << 10)
 /* Problems listed in a report before "and N more". */
@@ -344,6 +348,7 @@ int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m
 		return 1;
 	}
 	if (mph != a->snap_ph) {
+		/* acquire: as in ura__snap_capture. */
 		unsigned P = atomic_load_explicit(&sys->snap_ph, memory_order_acquire);
 		/* acquire: pairs with the release of the state in snap_main. */
 		uint64_t st = atomic_load_explicit(&S->state, memory_order_acquire);
@@ -394,6 +399,7 @@ static void poke(struct ura__snap *S, struct ura__actor *a, uint32_t gen, unsign
 static void scan(struct ura__snap *S, unsigned P)
 {
 	ura_system *sys = S->sys;
+	/* acquire: pairs with the release of idx_hwm in reserve() (actor.c). */
 	uint32_t hwm = atomic_load_explicit(&sys->idx_hwm, memory_order_acquire);
 	for (uint32_t idx = 1; idx < hwm; idx++) {
 		struct ura__actor *a = ura__slot_get(sys, idx);
@@ -779,6 +785,7 @@ static void *snap_main(void *arg)
 	scan(S, P);
 	unsigned nap = 20;
 	while (!old_phase_over(S, old)) {
+		/* acquire: pairs with the release in ura__snap_stop. */
 		if (atomic_load_explicit(&S->cancel, memory_order_acquire) ||
 		    atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
 			rc = -ECANCELED;
@@ -834,7 +841,10 @@ static void *snap_main(void *arg)
 	free(error);
 	free(skipped);
 	pthread_mutex_lock(&S->lock);
+	/* seq_cst: pairs with the load in ura__snap_busy (quiescence). */
 	atomic_fetch_sub_explicit(&S->threads, 1, memory_order_seq_cst);
+	/* release: pairs with the acquire in reap(); nothing of ours is
+	 * touched after it but the lock. */
 	atomic_store_explicit(&self->finished, 1, memory_order_release);
 	pthread_mutex_unlock(&S->lock);
 	/* Awaiters may find the system quiescent now. sys outlives us:
@@ -1027,6 +1037,7 @@ void ura__snap_stop(ura_system *sys)
 	struct ura__snap *S = sys->snap;
 	if (!S)
 		return;
+	/* release: pairs with the acquire in snap_main's wait. */
 	atomic_store_explicit(&S->cancel, 1, memory_order_release);
 	pthread_mutex_lock(&S->lock);
 	struct ura__snap_thr *list = S->thr;
