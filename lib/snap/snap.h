@@ -52,7 +52,10 @@ struct ura__bytes {
 };
 
 /* A worker's record buffer: chunks the owner appends to and publishes
- * record by record; the snapshot thread reads what was published. */
+ * record by record; the snapshot thread reads what was published. The
+ * owner frees a snapshot's chunks when it first records for the next one
+ * (by then that snapshot's thread has read them), or destroy does: they
+ * outlive their snapshot by that long. */
 struct ura__schunk {
 	_Atomic(struct ura__schunk *) next;
 	_Atomic size_t used;     /* bytes published (release by the owner) */
