@@ -381,6 +381,8 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	else if (a->beh->timeout_ns || a->became)
 		rt_rearm(sys, w, a);
 	a->became = 0;
+	if (a->state_kind == URA__A_ALIVE)
+		ura__snap_spawned(sys, w, a); /* its phase: lib/snap */
 	/* Give the token up; messages sent by init (or stale ones for an
 	 * earlier incarnation) make that fail, and then we schedule it. */
 	if (!ura__mb_mark_idle(&a->mb))
@@ -448,6 +450,9 @@ static int make_msg(ura_system *sys, struct ura__worker *w, ura_ref from,
 	m->to_gen = gen;
 	m->kind = kind;
 	m->req = req;
+	/* The sender's phase (lib/snap/snap.h): the turn's actor on a worker,
+	 * the system's elsewhere. */
+	m->flags = w ? w->snap.cur : ura__snap_stamp(sys);
 	*ap = a;
 	*mp = m;
 	return 0;
@@ -482,10 +487,13 @@ static int send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
 		return rc;
 	/* Count before the push: the receiver may handle it at once, and
 	 * the quiescence check must never see handled > sent. */
-	if (w)
+	if (w) {
 		ura__inc(&w->st.sent);
-	else
+		ura__snap_sent(&w->snap, m);
+	} else {
 		ura__ext_sent_inc(sys);
+		ura__snap_ext_sent(sys, m);
+	}
 	post(sys, w, home, a, m);
 	return 0;
 }
@@ -500,7 +508,12 @@ void ura__deliver_timer(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 		return;
 	}
 	/* A target that stopped meanwhile drops it as a dead letter (its
-	 * generation no longer matches m->to_gen). */
+	 * generation no longer matches m->to_gen). A delayed send counts in
+	 * its phase when it fires; a message not made by make_msg is an
+	 * input from outside, stamped now (lib/snap/snap.h). */
+	if (ura__unlikely(!(m->flags & URA__MF_SNAPD)))
+		m->flags |= ura__snap_stamp(w->sys) | URA__MF_NOSNAP;
+	ura__snap_sent(&w->snap, m);
 	post(w->sys, w, w->node, a, m);
 }
 
@@ -598,6 +611,8 @@ static ura_timer send_after(ura_system *sys, struct ura__worker *w,
 	int rc = make_msg(sys, w, from, to, tag, vals, n, URA__MK_PLAIN, 0, &a, &m);
 	if (rc < 0)
 		return rc;
+	if (!cx)
+		m->flags |= URA__MF_NOSNAP; /* no actor's: snapshots leave it out */
 	ura_timer h = ura__timer_arm(sys, w, to, delay, m);
 	if (h < 0) {
 		ura__msg_free(pool_of(w), m);
@@ -1033,6 +1048,11 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
 	ura__inc(&w->st.turns);
+	/* Snapshots (lib/snap/snap.h): the actor is captured before it
+	 * handles its first message of a new phase (the per-message test
+	 * below); messages of the turn are counted by phase. */
+	unsigned same = 0, aph = a->snap_ph ? URA__MF_PH : 0;
+	w->snap.cur = (uint8_t)(URA__MF_SNAPD | aph);
 	/* The turn stops at the newest message present on entry, so an actor
 	 * that floods itself cannot keep the worker. acquire: pairs with the
 	 * pushes' exchange, as the pops below do. */
@@ -1042,6 +1062,18 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		retire(w, a, r);
 		ura__inc(&w->st.received);
+		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph)) {
+			same++;
+		} else {
+			int poke = ura__snap_msg(w, a, m, &same);
+			aph = a->snap_ph ? URA__MF_PH : 0;
+			w->snap.cur = (uint8_t)(URA__MF_SNAPD | aph);
+			if (poke) {
+				if ((uintptr_t)m == entry || ++n >= sys->batch)
+					break;
+				continue;
+			}
+		}
 		if (ura__unlikely(a->state_kind != URA__A_ALIVE || m->to_gen != own_gen(a))) {
 			/* Sent to an incarnation that has stopped. Keep going
 			 * until the mailbox is empty: nobody else will. */
@@ -1068,6 +1100,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 		if ((uintptr_t)m == entry || ++n >= sys->batch)
 			break;
 	}
+	ura__snap_recv(&w->snap, a->snap_ph, same);
 	/* Hand this turn's cross-node batches over before the actor can run
 	 * anywhere else: a thief must not overtake them. */
 	if (w->outbox_dirty)
@@ -1200,4 +1233,65 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		free_x(a);
 	}
 	return lost;
+}
+
+/* ---- snapshots (lib/snap/restore.c) --------------------------------- */
+
+struct ura__actor_x *ura__actor_x(struct ura__actor *a)
+{
+	return ax(a);
+}
+
+struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
+					  unsigned node, ura_ref *out)
+{
+	struct ura__actor *a = slot_take(sys, NULL);
+	if (!a)
+		return NULL;
+	free(a->x);
+	a->x = NULL;
+	void *state = NULL;
+	a->inline_state = cls->state_size <= sizeof a->inl;
+	if (a->inline_state) {
+		memset(a->inl, 0, sizeof a->inl);
+		state = cls->state_size ? a->inl : NULL;
+	} else if (!(state = calloc(1, cls->state_size))) {
+		slot_free(sys, NULL, a);
+		if (!ura__mb_mark_idle(&a->mb))
+			ura__schedule(sys, NULL, a);
+		return NULL;
+	}
+	a->cls = cls;
+	a->beh = cls->initial;
+	a->state = state;
+	a->stopping = a->became = 0;
+	a->snap_ph = atomic_load_explicit(&sys->snap_ph, memory_order_relaxed) & 1;
+	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
+	atomic_store_explicit(&a->last_worker, (uint16_t)sys->nodes[node].first,
+			      memory_order_relaxed);
+	a->state_kind = URA__A_ALIVE;
+	uint32_t gen = own_gen(a) + 1;
+	/* release: pairs with the acquire in make_msg, as in spawn. */
+	atomic_store_explicit(&a->gen, gen, memory_order_release);
+	*out = ura__ref_make(a->idx, gen);
+	return a;
+}
+
+void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt)
+{
+	atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	if (rt)
+		rt_rearm(sys, NULL, a);
+	if (!ura__mb_mark_idle(&a->mb))
+		ura__schedule(sys, NULL, a);
+}
+
+void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_destroy)
+{
+	/* Never counted as spawned: die() must not count it as stopped. */
+	if (call_destroy && a->cls->destroy)
+		a->cls->destroy(a->state);
+	die(sys, NULL, a, 0);
+	if (!ura__mb_mark_idle(&a->mb))
+		ura__schedule(sys, NULL, a);
 }

@@ -45,7 +45,8 @@ struct ura__actor {
 	uint8_t state_kind;      /* URA__A_* */
 	uint8_t stopping;        /* ura_stop() called in this turn */
 	uint8_t became;          /* become in this turn: re-deliver stash */
-	uint8_t inline_state;    /* state lives in `inl` */
+	uint8_t inline_state : 1;  /* state lives in `inl` */
+	uint8_t snap_ph : 1;       /* phase parity it was captured in (lib/snap) */
 	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
 	/* The node it lives on (placement). Written at spawn by the token
 	 * holder, read by senders that do not hold the token (routing):

@@ -748,6 +748,154 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Snapshots: save a running system to a file without stopping it, and
+ * restore a system from one (lib/snap/FORMAT.md has the file format).
+ *
+ * ura_snapshot() starts a new phase and returns at once. Each actor's
+ * state is saved before its first message of the new phase (an idle actor
+ * is saved by the snapshot thread), and every message sent in the old
+ * phase that is handled after its receiver was saved is saved too, in
+ * mailbox order: the file holds one consistent cut of the system (the
+ * MPLR'19 asynchronous-snapshot algorithm). No worker ever waits for
+ * another. Once no actor and no message of the old phase is left, a
+ * snapshot thread writes the file (a temporary name, fsync, rename, fsync
+ * of the directory: a crash mid-write leaves the previous file intact) and
+ * reports it. One snapshot at a time; ura_system_await() waits for the one
+ * running.
+ *
+ * What is saved: every actor whose class was registered with
+ * ura_snap_register (its state through the class's save callback; its
+ * current behavior, as an index into the class's behaviors; its bound
+ * value; its stash; its receive timeout, re-armed in full on restore), its
+ * pending delayed sends (re-armed with the time they had left), the
+ * messages in flight, and the groups with their members (read when the
+ * snapshot completes: a join or leave racing the snapshot may or may not
+ * be in it). Not saved: delayed sends armed outside a handler
+ * (ura_send_after(sys, ...): inputs from outside, like a send from another
+ * thread after the snapshot), and signal subscriptions.
+ *
+ * What cannot be saved fails the snapshot (status -EINVAL, with a message
+ * naming the actors or messages) or, with skip_unsupported, is left out and
+ * listed: an actor of an unregistered class, in a behavior its class did
+ * not list, with a string/bytes/pointer bound value, or with requests
+ * awaiting replies (continuations are code and data pointers); a message
+ * holding an opaque pointer (URA_T_PTR).
+ */
+typedef struct ura_snap_out ura_snap_out; /* what a save callback writes to */
+typedef struct ura_snap_in ura_snap_in;   /* what a load callback reads from */
+
+typedef struct ura_snap_class {
+	const ura_class *cls;        /* required */
+	/* Writes the state with ura_snap_put*(). Runs between two turns of
+	 * the actor, with its token, on a worker or on the snapshot thread:
+	 * it may read the state, and must not send, spawn or block. A
+	 * -errno fails the snapshot (or skips the actor). */
+	int (*save)(ura_snap_out *out, const void *state);
+	/* Reads, with ura_snap_get*() in the same order, what save wrote,
+	 * into `state` (state_size bytes, zeroed). Runs in ura_restore(). A
+	 * -errno fails the restore. The class's destroy callback runs when
+	 * the restored actor stops, as for a spawned one. */
+	int (*load)(ura_snap_in *in, void *state);
+	/* Without save and load, the state is saved as its state_size bytes:
+	 * only for states without refs, pointers or handles. */
+	/* The behaviors an actor of this class may be in besides `initial`
+	 * (ura_become targets); NULL: initial only. */
+	const ura_behavior *const *behaviors;
+	unsigned nbehaviors;
+} ura_snap_class;
+
+/* Registers a class for snapshots and restores of sys, under cls->name
+ * (copied; names are unique per system). *sc is copied. -EINVAL (no
+ * class or name, save without load or the reverse), -EEXIST (the name is
+ * taken), -EBUSY (a snapshot is running), -ENOMEM. Any thread. */
+URA_API int ura_snap_register(ura_system *sys, const ura_snap_class *sc);
+
+/* Inside save: append n bytes, a ref, a timer handle or a group (mapped to
+ * their new values on restore). 0 or -ENOMEM (then fail the save). */
+URA_API int ura_snap_put(ura_snap_out *out, const void *p, size_t n);
+URA_API int ura_snap_put_ref(ura_snap_out *out, ura_ref r);
+URA_API int ura_snap_put_timer(ura_snap_out *out, ura_timer t);
+URA_API int ura_snap_put_group(ura_snap_out *out, const ura_group *g);
+/* Inside load: read what the put calls wrote, in order. -EINVAL when the
+ * saved state runs short or holds something else there. A ref to an actor
+ * the snapshot does not hold reads as URA_NOREF; a timer that was no
+ * longer pending reads as 0; a group as NULL when none was saved. */
+URA_API int ura_snap_get(ura_snap_in *in, void *p, size_t n);
+URA_API int ura_snap_get_ref(ura_snap_in *in, ura_ref *r);
+URA_API int ura_snap_get_timer(ura_snap_in *in, ura_timer *t);
+URA_API int ura_snap_get_group(ura_snap_in *in, ura_group **g);
+/* Inside load: the restored actor's new ref, and bytes left to read. */
+URA_API ura_ref ura_snap_self(ura_snap_in *in);
+URA_API size_t ura_snap_left(ura_snap_in *in);
+
+/* What a snapshot did, given to the done callback (valid during it). */
+typedef struct ura_snap_info {
+	int status;            /* 0, or -errno: -EINVAL (see error), the
+	                          errno of a failed write, -ECANCELED (the
+	                          system was destroyed first) */
+	const char *path;
+	const char *error;     /* why it failed; NULL on success */
+	const char *skipped;   /* with skip_unsupported: what was left out,
+	                          one per line; NULL if nothing */
+	uint64_t id;           /* 1, 2, ...: the snapshot's phase */
+	uint64_t actors;       /* actors saved */
+	uint64_t messages;     /* messages in flight saved */
+	uint64_t timers;       /* pending delayed sends saved */
+	uint64_t groups;
+	uint64_t nskipped;     /* actors and messages left out */
+	uint64_t bytes;        /* the file's size */
+	uint64_t capture_ns;   /* from ura_snapshot() to the end of the old phase */
+	uint64_t duration_ns;  /* from ura_snapshot() to the rename */
+} ura_snap_info;
+
+typedef void ura_snap_done_fn(void *ud, const ura_snap_info *info);
+
+/* The tag of the completion message: (int64 status, string path, int64
+ * actors, int64 messages, int64 bytes, int64 duration_ns), types "isiiii". */
+#define URA_SNAP_DONE URA_ATOM("_snapdone")
+
+typedef struct ura_snap_opts {
+	/* Called once, on the snapshot thread, when the snapshot is written
+	 * or has failed. It may start the next snapshot; it must not call
+	 * ura_system_await (which waits for it) or destroy the system. */
+	ura_snap_done_fn *done;
+	void *ud;
+	/* And/or a message to this actor (tag URA_SNAP_DONE unless set). */
+	ura_ref notify;
+	ura_atom tag;
+	/* Leave out and list what cannot be saved instead of failing. */
+	int skip_unsupported;
+} ura_snap_opts;
+
+/* Starts a snapshot of sys into the file `path` (copied) and returns at
+ * once: 0, -EBUSY while another one runs, -EINVAL (no path), -ESHUTDOWN,
+ * -ENOMEM, or a thread start's error. Completion is reported through opts
+ * (NULL: only the log, on failure). Any thread, a handler included. */
+URA_API int ura_snapshot(ura_system *sys, const char *path, const ura_snap_opts *opts);
+
+/* Old refs to new: returned by ura_restore. */
+typedef struct ura_snap_map ura_snap_map;
+
+/*
+ * Restores the snapshot in `path` into sys, which must be new: created
+ * paused (ura_config.paused), never started, nothing spawned (else
+ * -EBUSY). Every class in the file must be registered first. The file is
+ * read and checked whole before anything is made; then every actor is
+ * recreated (load callbacks, refs rewritten), groups rejoined, delayed
+ * sends re-armed and the saved messages queued in their original order;
+ * ura_system_start() (or await) runs it. Returns the number of actors
+ * restored, and in *map (optional; free it with ura_snap_map_free) the
+ * old refs' new values; or -errno with nothing made: -ENOENT and the
+ * like for the file, -EINVAL for a file that is corrupt, truncated, of
+ * another format version or names a class not registered (the log says
+ * which), a load callback's error, -ENOMEM. Any non-worker thread.
+ */
+URA_API long ura_restore(ura_system *sys, const char *path, ura_snap_map **map);
+/* The restored actor that was `old` in the snapshot; URA_NOREF if none. */
+URA_API ura_ref ura_snap_map_ref(const ura_snap_map *map, ura_ref old);
+URA_API void ura_snap_map_free(ura_snap_map *map);
+
+/* ------------------------------------------------------------------------ */
 /* C11 conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
  * ura_system*, values of type int/long/long long/unsigned (int64), double,
  * ura_ref, char * / const char * (string), void * (opaque pointer) or an

@@ -21,6 +21,16 @@ enum {
 enum {
 	URA__MF_STASH = 1, /* retire into the actor's stash, don't free */
 	URA__MF_MORE = 2,  /* I/O: more completions of this operation follow */
+	/* Snapshots (lib/snap/snap.h), clear of bit 1 (lib/io's MORE): the
+	 * parity of the sender's phase; a poke (the snapshot thread asking a
+	 * busy actor to capture itself); "never record" (an input from
+	 * outside: a delayed send armed outside a handler, a message built
+	 * elsewhere than make_msg); stamped by make_msg (the others are
+	 * stamped when delivered, see ura__deliver_timer). */
+	URA__MF_PH = 4,
+	URA__MF_POKE = 8,
+	URA__MF_NOSNAP = 16,
+	URA__MF_SNAPD = 32,
 };
 
 struct ura_msg {

@@ -11,6 +11,7 @@
 #include "io/io.h"
 #include "ring/ring.h"
 #include "sched/timers.h"
+#include "snap/snap.h"
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -86,6 +87,7 @@ struct ura__worker {
 	_Atomic int idle;              /* looking for work, no turn running */
 	_Atomic uint64_t idle_epoch;   /* bumped on every idle -> busy */
 	struct ura__wstats st;         /* also the quiescence counters */
+	struct ura__wsnap snap;        /* snapshot phase counters and records */
 
 	alignas(URA__CACHELINE) struct ura__poller poller;
 	int sig_watching;              /* worker 0: signalfd armed */
@@ -105,6 +107,10 @@ struct ura_system {
 	int want_uring;
 	int trace_unmatched;
 	int log_level;
+	/* Snapshots (lib/snap): the current phase's parity, read every turn
+	 * (relaxed); the rest of their state. */
+	_Atomic uint8_t snap_ph;
+	struct ura__snap *snap;
 	ura_log_fn *log;
 	void *log_ud;
 	struct ura__worker *workers;   /* nworkers, each cache-aligned */
@@ -212,6 +218,11 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 			 uint64_t delay, struct ura_msg *m);
 int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h);
 int ura__timer_live(ura_system *sys, ura_timer h);
+/* lib/snap: holds a pending delayed send (state SNAP) so its message can
+ * be copied and restamped; -ENOENT if it is no longer pending. */
+int ura__timer_snap_lock(ura_system *sys, ura_timer h, struct ura_msg **m,
+			 uint64_t *deadline, ura_ref *to);
+void ura__timer_snap_unlock(ura_system *sys, ura_timer h);
 int ura__timers_pending_work(struct ura__worker *w, uint64_t now);
 void ura__timers_service(struct ura__worker *w, uint64_t now);
 /* numa/outbox.c */
@@ -235,5 +246,24 @@ void ura__groups_destroy(ura_system *sys);
 /* Frees what a slot still holds at system destroy; returns the number of
  * messages that were never handled. */
 uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a);
+/* actor/actor.c, for lib/snap/restore.c: an actor made from a snapshot
+ * record (zeroed state, no init), returned with its token held; then
+ * either done (receive timeout re-armed if rt, token given up) or
+ * aborted (stopped, destroy callback if it was filled in). */
+struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
+					  unsigned node, ura_ref *out);
+struct ura__actor_x *ura__actor_x(struct ura__actor *a);
+void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt);
+void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_destroy);
+/* The stamp of a message sent by a thread that is not running a turn:
+ * the system's phase (relaxed: any phase is consistent for an input from
+ * outside; the counting that follows uses the stamp, whatever it is). */
+static inline uint8_t ura__snap_stamp(ura_system *sys)
+{
+	return (uint8_t)(URA__MF_SNAPD |
+			 (atomic_load_explicit(&sys->snap_ph, memory_order_relaxed) ? URA__MF_PH : 0));
+}
+/* snap/snap.c: a child's phase (its spawner's), after its gen is out. */
+void ura__snap_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 
 #endif

@@ -199,6 +199,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&sys->q_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	if ((rc = ura__snap_init(sys)) < 0) {
+		ura_system_destroy(sys);
+		return rc;
+	}
 
 	if (!cfg->paused) {
 		rc = ura_system_start(sys);
@@ -302,6 +306,7 @@ URA_API int ura_system_destroy(ura_system *sys)
 		return -EINVAL;
 	if (ura__current_worker)
 		return -EDEADLK;
+	ura__snap_stop(sys); /* a snapshot still running is cancelled */
 	ura_system_shutdown(sys);
 	/* Offloaded functions still running finish before any actor's
 	 * destroy callback runs (they may use its state). */
@@ -366,6 +371,7 @@ URA_API int ura_system_destroy(ura_system *sys)
 	pthread_mutex_destroy(&sys->q_lock);
 	ura__groups_destroy(sys);
 	pthread_mutex_destroy(&sys->group_lock);
+	ura__snap_fini(sys);
 	pthread_cond_destroy(&sys->q_cond);
 	free(sys->chunks);
 	free(sys->workers);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Delayed sends, cancellation and receive timeouts: see timers.h. */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,9 +202,13 @@ int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
 	uint32_t want = gen << 2 | URA__T_ARMED;
 	/* acq_rel: whoever wins this CAS (here, or the owner's fire) owns
 	 * the record's outcome; acquire makes its fields ours to read. */
-	if (!atomic_compare_exchange_strong_explicit(&r->state, &want, gen << 2 | URA__T_BUSY,
-						     memory_order_acq_rel, memory_order_relaxed))
-		return -ENOENT;
+	while (!atomic_compare_exchange_strong_explicit(&r->state, &want, gen << 2 | URA__T_BUSY,
+							memory_order_acq_rel, memory_order_relaxed)) {
+		if (want != (gen << 2 | URA__T_SNAP))
+			return -ENOENT;
+		sched_yield(); /* a snapshot copies its message: still pending */
+		want = gen << 2 | URA__T_ARMED;
+	}
 	if (self == owner && ura__wheel_armed(&r->t)) {
 		finish_cancel(owner, r);
 		return 0;
@@ -219,6 +224,12 @@ static void fire(struct ura__timer *t, void *ud)
 	struct ura__worker *w = ud;
 	struct ura__trec *r = (struct ura__trec *)t;
 	uint32_t s = atomic_load_explicit(&r->state, memory_order_relaxed);
+	while ((s & 3) == URA__T_SNAP) {
+		/* A snapshot copies the message: it is still due, wait for it
+		 * (acquire: pairs with the release in ura__timer_snap_unlock). */
+		sched_yield();
+		s = atomic_load_explicit(&r->state, memory_order_acquire);
+	}
 	if ((s & 3) != URA__T_ARMED ||
 	    !atomic_compare_exchange_strong_explicit(&r->state, &s, (s & ~3u) | URA__T_BUSY,
 						     memory_order_acq_rel, memory_order_relaxed))
@@ -308,6 +319,41 @@ int ura__timer_live(ura_system *sys, ura_timer h)
 	uint32_t gen;
 	struct ura__worker *owner;
 	struct ura__trec *r;
-	return handle_decode(sys, h, &gen, &owner, &r) == 0 &&
-	       atomic_load_explicit(&r->state, memory_order_acquire) == (gen << 2 | URA__T_ARMED);
+	if (handle_decode(sys, h, &gen, &owner, &r) < 0)
+		return 0;
+	uint32_t s = atomic_load_explicit(&r->state, memory_order_acquire);
+	return s == (gen << 2 | URA__T_ARMED) || s == (gen << 2 | URA__T_SNAP);
+}
+
+/* ---- snapshots (lib/snap) ------------------------------------------- */
+
+int ura__timer_snap_lock(ura_system *sys, ura_timer h, struct ura_msg **m,
+			 uint64_t *deadline, ura_ref *to)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	if (handle_decode(sys, h, &gen, &owner, &r) < 0)
+		return -ENOENT;
+	uint32_t want = gen << 2 | URA__T_ARMED;
+	/* acquire: pairs with the release that armed it (msg, deadline);
+	 * while SNAP, neither the owner's fire nor a cancel touches them. */
+	if (!atomic_compare_exchange_strong_explicit(&r->state, &want, gen << 2 | URA__T_SNAP,
+						     memory_order_acquire, memory_order_relaxed))
+		return -ENOENT; /* fired, cancelled, or being so */
+	*m = r->msg;
+	*deadline = r->t.deadline;
+	*to = r->to;
+	return 0;
+}
+
+void ura__timer_snap_unlock(ura_system *sys, ura_timer h)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	if (handle_decode(sys, h, &gen, &owner, &r) == 0)
+		/* release: the message's new phase is seen by the fire or
+		 * cancel that follows (their acquire). */
+		atomic_store_explicit(&r->state, gen << 2 | URA__T_ARMED, memory_order_release);
 }

@@ -36,7 +36,9 @@ struct ura__trec {
 	struct ura__trec *link;     /* free list, or the cancel stack */
 };
 
-enum { URA__T_FREE = 0, URA__T_ARMED = 1, URA__T_BUSY = 2 };
+/* SNAP: a snapshot reads the pending message (lib/snap); the owner's fire
+ * and a cancel wait for it to be ARMED again (it holds it for a copy). */
+enum { URA__T_FREE = 0, URA__T_ARMED = 1, URA__T_BUSY = 2, URA__T_SNAP = 3 };
 
 #define URA__TCHUNK_SHIFT 12
 #define URA__TCHUNK (1u << URA__TCHUNK_SHIFT)

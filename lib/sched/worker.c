@@ -371,6 +371,8 @@ int ura__quiescent(ura_system *sys)
 	unsigned n = sys->nworkers;
 	if (!atomic_load_explicit(&sys->started, memory_order_acquire))
 		return 0;
+	if (ura__snap_busy(sys)) /* a snapshot being taken is pending work */
+		return 0;
 	for (unsigned i = 0; i < n; i++) {
 		struct ura__worker *w = &sys->workers[i];
 		/* seq_cst: pairs with the seq_cst stores of idle/idle_epoch

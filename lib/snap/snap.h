@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asynchronous snapshots (the MPLR'19 design, adapted): the runtime side.
+ *
+ * Phases. The system has a phase counter (struct ura__snap.phase, a full
+ * integer: the snapshot's number); ura_snapshot() increments it. Since only
+ * one snapshot runs at a time and a snapshot ends only once no actor and no
+ * message of the old phase is left, two neighbouring phases are all that
+ * can ever coexist, so actors and messages carry only the phase's parity:
+ *  - ura_system.snap_ph: the current parity, read on every turn (relaxed;
+ *    a stale read only delays a capture to the next message or turn);
+ *  - ura__actor.snap_ph: the parity the actor was last captured in;
+ *  - URA__MF_PH in ura_msg.flags: the parity of its sender when it was
+ *    sent (of the actor running the turn; of the system for a thread that
+ *    is not a worker).
+ * When no snapshot runs, all three agree and the turn loop pays one
+ * predictable branch per message (the test it makes anyway to tell old
+ * messages from new ones); nothing per turn but the stamp it stores.
+ *
+ * Capture. An actor is captured (state, behavior, bound value, stash,
+ * pending delayed sends) just before it handles its first message of the
+ * new phase, as in the paper: a message from an actor already captured,
+ * or from outside after the flip, or a "poke". Until then it handles the
+ * old messages it has as before the cut, so a backlog of them is never
+ * recorded. A message of the old phase that an actor of the new phase is
+ * about to handle was in flight at the cut: it is recorded, in mailbox
+ * order. Idle actors are captured by the snapshot thread itself, which
+ * takes their token the way a spawn takes a free slot (no message, no
+ * wakeup); an actor that is busy instead gets a poke, a message of the new
+ * phase that makes it capture itself and is then dropped. A child spawned
+ * by an actor still in the old phase is captured at its spawn (its
+ * parent's saved state may hold its ref).
+ *
+ * Completion. The snapshot thread waits until every poke was handled and,
+ * per parity, as many messages were received as were sent (per-worker
+ * counters; see ura__snap_done in snap.c), then persists what the workers
+ * recorded in their own buffers.
+ */
+#ifndef URA_SNAP_H
+#define URA_SNAP_H
+
+#include "msg/msg.h"
+
+struct ura__worker;
+struct ura__actor;
+
+/* A growable byte string; err sticks at -ENOMEM after a failed grow. */
+struct ura__bytes {
+	unsigned char *p;
+	size_t n, cap;
+	int err;
+};
+
+/* A worker's record buffer: chunks the owner appends to and publishes
+ * record by record; the snapshot thread reads what was published. The
+ * owner frees a snapshot's chunks when it first records for the next one
+ * (by then that snapshot's thread has read them), or destroy does: they
+ * outlive their snapshot by that long. */
+struct ura__schunk {
+	_Atomic(struct ura__schunk *) next;
+	_Atomic size_t used;     /* bytes published (release by the owner) */
+	size_t cap;
+	unsigned char data[];
+};
+
+struct ura__sbuf {
+	_Atomic(struct ura__schunk *) head; /* owner writes, release */
+	struct ura__schunk *tail;           /* owner only */
+	_Atomic uint64_t id;                /* the snapshot it belongs to */
+};
+
+/* Per worker. The counters are by parity, since the system started. */
+struct ura__wsnap {
+	/* Messages sent with each parity (delayed sends count when they
+	 * fire). Owner, relaxed: a reader orders them through recv. */
+	_Atomic uint64_t sent[2];
+	/* Messages taken from mailboxes, by their parity. Owner, release:
+	 * pairs with the acquire in the completion check, so a receive it
+	 * sees implies the send before it (and any record of it) is seen. */
+	_Atomic uint64_t recv[2];
+	/* Owner: the stamp make_msg puts on a message this worker sends:
+	 * URA__MF_SNAPD and the phase of the actor whose turn runs. */
+	uint8_t cur;
+	struct ura__sbuf buf;        /* owner appends, the snapshot thread reads */
+	struct ura__bytes scratch;   /* owner: the record being built */
+};
+
+static inline unsigned ura__msg_ph(const struct ura_msg *m)
+{
+	return (m->flags & URA__MF_PH) ? 1u : 0u;
+}
+
+/* Counts a send by a worker, before the push. */
+static inline void ura__snap_sent(struct ura__wsnap *s, const struct ura_msg *m)
+{
+	ura__inc(&s->sent[ura__msg_ph(m)]);
+}
+
+/* Counts n messages of parity ph received (end of a turn). */
+static inline void ura__snap_recv(struct ura__wsnap *s, unsigned ph, uint64_t n)
+{
+	atomic_store_explicit(&s->recv[ph], atomic_load_explicit(&s->recv[ph],
+			      memory_order_relaxed) + n, memory_order_release);
+}
+
+/* snap.c */
+int ura__snap_init(ura_system *sys);
+/* Cancels a running snapshot and joins its thread (destroy, before the
+ * workers stop); then, with everything stopped, frees what is left. */
+void ura__snap_stop(ura_system *sys);
+void ura__snap_fini(ura_system *sys);
+/* True while a snapshot thread is alive (quiescence waits for it). */
+int ura__snap_busy(ura_system *sys);
+/* Counts a send by a thread that is not a worker, before the push. */
+void ura__snap_ext_sent(ura_system *sys, const struct ura_msg *m);
+/* A message of the new phase or a poke reached a, or a is a child spawned
+ * by an actor of the old phase: capture a (whose token the caller holds)
+ * if its parity is not the system's. */
+void ura__snap_capture(struct ura__worker *w, struct ura__actor *a);
+/* A message whose parity differs from its actor's, or a poke. Counts it
+ * (with *same, the turn's count so far, when the actor's parity changes);
+ * returns true when it was a poke, consumed here. */
+int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,
+		  unsigned *same);
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* The system's snapshot state, for snap.c and restore.c only. */
+#ifndef URA_SNAP_INT_H
+#define URA_SNAP_INT_H
+
+#include <pthread.h>
+
+#include "sched/sched.h"
+#include "snap/format.h"
+
+struct ura__snap_reg {
+	const ura_class *cls;
+	ura_snap_class sc;             /* behaviors -> our copy below */
+	char *name;
+	const ura_behavior **behaviors;
+};
+
+struct ura__snap_thr {
+	struct ura__snap *S;
+	pthread_t t;
+	_Atomic int finished;          /* set last (release); then joinable fast */
+	struct ura__snap_thr *next;    /* under S->lock */
+};
+
+struct ura_snap_out {
+	struct ura__bytes *b;
+};
+
+struct ura__snap {
+	ura_system *sys;
+	/* Registration and triggering. The registry only changes while no
+	 * snapshot runs; captures read it after acquiring the phase flip. */
+	pthread_mutex_t lock;
+	struct ura__snap_reg *reg;
+	unsigned nreg, capreg;
+	uint64_t phase;                /* under lock: the last snapshot's id */
+	struct ura__snap_thr *thr;     /* under lock: threads to join */
+
+	/* The running snapshot: set by ura_snapshot before its thread starts
+	 * (so, before the flip every reader acquires). */
+	char *path;
+	ura_snap_opts opts;
+	uint64_t t0, id;
+	/* id << 1 | collecting: which snapshot records go to, and whether
+	 * it still takes them, read in one load (a worker that decided to
+	 * record for snapshot k must never write into k + 1's buffer). */
+	_Atomic uint64_t state;
+	_Atomic int skip;              /* opts.skip_unsupported of that one */
+
+	_Atomic int active;            /* from ura_snapshot to the report */
+	_Atomic int threads;           /* snapshot threads before their end */
+	_Atomic int cancel;            /* destroy: give up */
+	_Atomic int oom;               /* a record was lost */
+	_Atomic uint64_t pokes;        /* pokes not yet handled */
+	_Atomic uint64_t seq;          /* order of recorded messages */
+	_Atomic uint64_t ntimers;      /* delayed sends saved */
+
+	/* The snapshot thread's own captures (idle actors). */
+	struct ura__sbuf tbuf;
+	struct ura__bytes scratch;
+
+	/* Sends from threads that are not workers, by parity; sharded by
+	 * thread as ura_system.ext_sent is (contention, bench/mailbox). */
+	struct ura__snap_ext {
+		alignas(URA__CACHELINE) _Atomic uint64_t sent[2];
+	} ext[URA__EXT_SHARDS];
+};
+
+#endif
