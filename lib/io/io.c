@@ -313,30 +313,64 @@ static struct ura_msg *make_completion(struct ura__worker *w, struct ura__actor 
 	return m;
 }
 
-URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
+/* The common start of every operation: checks that this handler can
+ * start one, takes a record and makes its completion message. */
+static int op_begin(ura_ctx *cx, ura_atom tag, const ura_io_req *r, struct ura__op **out)
 {
-	if (!cx || !r || !tag)
-		return -EINVAL;
 	struct ura__worker *w = ura__ctx_worker(cx);
-	struct ura__actor *a = ura__ctx_actor(cx);
 	/* An init callback run by ura_spawn_sys has no worker, so no ring:
 	 * start I/O from a handler (send yourself a message from init). */
 	if (!w)
 		return -EPERM;
-	int rc = check_req(r);
-	if (rc < 0)
-		return rc;
 	if (atomic_load_explicit(&w->sys->shutdown, memory_order_relaxed))
 		return -ESHUTDOWN;
 	struct ura__op *op = op_alloc(w);
 	if (!op)
 		return -ENOMEM;
-	int64_t id = op_id(op);
-	op->m = make_completion(w, a, r, tag, id);
+	op->m = make_completion(w, ura__ctx_actor(cx), r, tag, op_id(op));
 	if (!op->m) {
 		op_free(w, op);
 		return -ENOMEM;
 	}
+	*out = op;
+	return 0;
+}
+
+/* Undoes op_begin (nothing was started). */
+static void op_abort(struct ura__worker *w, struct ura__op *op)
+{
+	ura__msg_free(&w->pool, op->m);
+	op_free(w, op);
+}
+
+/* The operation is the actor's from here: tracked, and its final
+ * completion counted as sent (see the top). Returns its id or -errno. */
+static int64_t op_commit(ura_ctx *cx, struct ura__op *op, ura_atom tag, unsigned ncqe)
+{
+	struct ura__worker *w = ura__ctx_worker(cx);
+	int64_t id = op_id(op);
+	int rc = ura__actor_io_track(ura__ctx_actor(cx), id);
+	if (rc < 0) {
+		op_abort(w, op);
+		return rc;
+	}
+	op->actor = ura_self(cx);
+	op->tag = tag;
+	op->ncqe = (uint8_t)ncqe;
+	ura__inc(&w->st.sent);
+	ura__inc(&w->st.io_submitted);
+	return id;
+}
+
+URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
+{
+	if (!cx || !r || !tag)
+		return -EINVAL;
+	int rc = check_req(r);
+	struct ura__op *op = NULL;
+	if (rc < 0 || (rc = op_begin(cx, tag, r, &op)) < 0)
+		return rc;
+	struct ura__worker *w = ura__ctx_worker(cx);
 	struct ura__ioreq *q = &op->rq;
 	q->op = r->op;
 	q->fd = r->fd;
@@ -346,7 +380,6 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 	q->off = r->offset;
 	q->timeout_ns = r->timeout_ns;
 	q->len = r->len;
-	rc = 0;
 	switch (r->op) {
 	case URA_IO_READ: case URA_IO_RECV:
 		q->buf = (char *)&op->m->vals[2];
@@ -356,11 +389,10 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 		 * free again when we return. */
 		if (r->len) {
 			op->own = malloc(r->len);
-			if (!op->own) {
+			if (!op->own)
 				rc = -ENOMEM;
-				break;
-			}
-			memcpy(op->own, r->buf, r->len);
+			else
+				memcpy(op->own, r->buf, r->len);
 		}
 		q->buf = op->own;
 		break;
@@ -389,19 +421,13 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 	default:
 		break;
 	}
-	if (rc == 0)
-		rc = ura__actor_io_track(a, id);
 	if (rc < 0) {
-		ura__msg_free(&w->pool, op->m);
-		op_free(w, op);
+		op_abort(w, op);
 		return rc;
 	}
-	op->actor = ura_self(cx);
-	op->tag = tag;
-	op->ncqe = r->timeout_ns ? 2 : 1;
-	/* The final completion, counted as sent now (see the top). */
-	ura__inc(&w->st.sent);
-	ura__inc(&w->st.io_submitted);
+	int64_t id = op_commit(cx, op, tag, r->timeout_ns ? 2 : 1);
+	if (id < 0)
+		return id;
 	rc = ura__poller_submit(&w->poller, q);
 	if (rc < 0) {
 		/* Refused before it started: it completes with the error,
@@ -419,36 +445,20 @@ URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg
 {
 	if (!cx || !fn || !tag)
 		return -EINVAL;
-	struct ura__worker *w = ura__ctx_worker(cx);
-	struct ura__actor *a = ura__ctx_actor(cx);
-	if (!w)
-		return -EPERM;
-	if (atomic_load_explicit(&w->sys->shutdown, memory_order_relaxed))
-		return -ESHUTDOWN;
-	struct ura__op *op = op_alloc(w);
-	if (!op)
-		return -ENOMEM;
-	int64_t id = op_id(op);
-	ura_io_req fake = { 0 };
+	ura_io_req fake = URA__ZERO;
 	fake.op = URA__OP_OFFLOAD;
-	op->m = make_completion(w, a, &fake, tag, id);
-	int rc = op->m ? ura__actor_io_track(a, id) : -ENOMEM;
-	if (rc < 0) {
-		if (op->m)
-			ura__msg_free(&w->pool, op->m);
-		op_free(w, op);
+	struct ura__op *op = NULL;
+	int rc = op_begin(cx, tag, &fake, &op);
+	if (rc < 0)
 		return rc;
-	}
 	op->rq.op = URA__OP_OFFLOAD;
-	op->actor = ura_self(cx);
-	op->tag = tag;
 	op->fn = fn;
 	op->arg = arg;
-	op->ncqe = 1;
-	ura__inc(&w->st.sent);
-	ura__inc(&w->st.io_submitted);
+	int64_t id = op_commit(cx, op, tag, 1);
+	if (id < 0)
+		return id;
 	atomic_store_explicit(&op->rq.job_state, URA__JOB_QUEUED, memory_order_relaxed);
-	to_pool(w, &op->rq);
+	to_pool(ura__ctx_worker(cx), &op->rq);
 	return id;
 }
 
