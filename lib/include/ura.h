@@ -772,7 +772,9 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
  * snapshot completes: a join or leave racing the snapshot may or may not
  * be in it). Not saved: delayed sends armed outside a handler
  * (ura_send_after(sys, ...): inputs from outside, like a send from another
- * thread after the snapshot), and signal subscriptions.
+ * thread after the snapshot), signal subscriptions, and actor I/O: an
+ * operation in flight, and its completion, are inputs from outside too
+ * (fds do not survive a restore); a restored actor starts its I/O again.
  *
  * What cannot be saved fails the snapshot (status -EINVAL, with a message
  * naming the actors or messages) or, with skip_unsupported, is left out and
