@@ -309,6 +309,7 @@ static struct ura_msg *make_completion(struct ura__worker *w, struct ura__actor 
 	ura__msg_fill(m, tag, URA_NOREF, v, data ? 2 : 1);
 	m->from.id = (uint64_t)id;
 	m->kind = URA__MK_IO;
+	/* relaxed: the token holder is gen's only writer. */
 	m->to_gen = atomic_load_explicit(&a->gen, memory_order_relaxed);
 	return m;
 }
@@ -322,6 +323,8 @@ static int op_begin(ura_ctx *cx, ura_atom tag, const ura_io_req *r, struct ura__
 	 * start I/O from a handler (send yourself a message from init). */
 	if (!w)
 		return -EPERM;
+	/* relaxed: a hint; an operation that races the shutdown is
+	 * cancelled by the worker's exit like any other. */
 	if (atomic_load_explicit(&w->sys->shutdown, memory_order_relaxed))
 		return -ESHUTDOWN;
 	struct ura__op *op = op_alloc(w);
@@ -457,6 +460,7 @@ URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg
 	int64_t id = op_commit(cx, op, tag, 1);
 	if (id < 0)
 		return id;
+	/* relaxed: the pool's mutex publishes it with the job. */
 	atomic_store_explicit(&op->rq.job_state, URA__JOB_QUEUED, memory_order_relaxed);
 	to_pool(ura__ctx_worker(cx), &op->rq);
 	return id;
@@ -501,6 +505,7 @@ static void *pool_main(void *arg)
 		 * with the owner's fence before it sleeps (worker_sleep):
 		 * either it sees the job, or ura__wake sees it asleep. */
 		struct ura__worker *w = &sys->workers[op->owner];
+		/* relaxed: only the CAS below publishes. */
 		struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
 		do
 			op->next = old;
@@ -563,6 +568,8 @@ static void to_pool(void *ctx, struct ura__ioreq *r)
 		pthread_mutex_unlock(&pt->lock);
 		/* No thread to run it: it fails, as a completion. */
 		op->res = -EAGAIN;
+		/* relaxed: owner-only here (no pool thread ever saw it); the
+		 * owner pushes to its own stack, which it reads later. */
 		atomic_store_explicit(&r->job_state, URA__JOB_CANCELLED, memory_order_relaxed);
 		struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
 		do
@@ -710,6 +717,7 @@ URA_API int ura_io_more(const ura_msg *m)
 int ura__io_service(struct ura__worker *w, int poll)
 {
 	int n = 0;
+	/* relaxed peek; the exchange below is what synchronizes. */
 	if (atomic_load_explicit(&w->io.done, memory_order_relaxed)) {
 		/* acquire: pairs with the pool threads' pushes. */
 		struct ura__op *list = atomic_exchange_explicit(&w->io.done, NULL,
@@ -726,6 +734,9 @@ int ura__io_service(struct ura__worker *w, int poll)
 			}
 		}
 	}
+	/* relaxed both: the ids travel under cancel_lock. The flag is
+	 * cleared before the lock is taken, so a cancel appended after we
+	 * let go of the lock sets it again (its store follows its append). */
 	if (atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed)) {
 		atomic_store_explicit(&w->io.cancel_req, 0, memory_order_relaxed);
 		pthread_mutex_lock(&w->io.cancel_lock);

@@ -173,6 +173,7 @@ static int waiter_del(struct ep_fd *f, struct ura__ioreq *r)
 static int to_pool(struct ura__poller *p, struct ura__ioreq *r)
 {
 	r->state = EPS_POOL;
+	/* relaxed: the pool's mutex publishes it with the job. */
 	atomic_store_explicit(&r->job_state, URA__JOB_QUEUED, memory_order_relaxed);
 	p->to_pool(p->io_ctx, r);
 	return 0;

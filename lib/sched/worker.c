@@ -294,6 +294,9 @@ static int work_visible(struct ura__worker *w)
 		return 1;
 	if (atomic_load_explicit(&w->tm.inbox, memory_order_relaxed) ||
 	    atomic_load_explicit(&w->tm.cancels, memory_order_relaxed) ||
+	    /* seq_cst: pairs with the pool's push and a cancel's flag
+	     * store, against our store to `sleeping` (Dekker, as in
+	     * maybe_wake). */
 	    atomic_load_explicit(&w->io.done, memory_order_seq_cst) ||
 	    atomic_load_explicit(&w->io.cancel_req, memory_order_seq_cst) ||
 	    (w->id == 0 && atomic_load_explicit(&sys->sig_req, memory_order_relaxed)))
@@ -316,6 +319,8 @@ static int work_visible(struct ura__worker *w)
 #define IO_POLL_NS (20 * URA_USEC)
 static inline int io_maybe(struct ura__worker *w)
 {
+	/* relaxed peeks: what they announce is taken with acquire later
+	 * (ura__io_service); a stale zero only delays it one pass. */
 	return ura__poller_io_active(&w->poller) ||
 	       atomic_load_explicit(&w->io.done, memory_order_relaxed) ||
 	       atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed);
@@ -499,6 +504,7 @@ static int service_io(struct ura__worker *w, int force)
 		poll = ura__now_ns() - w->io.last_poll >= IO_POLL_NS;
 	if (poll)
 		w->io.last_poll = ura__now_ns();
+	/* relaxed peeks, as in io_maybe. */
 	if (!poll && !atomic_load_explicit(&w->io.done, memory_order_relaxed) &&
 	    !atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed))
 		return 0;
