@@ -7,31 +7,27 @@
  *   PUT  /kv/KEY    stores the body (Content-Length): 201 new, 204 replaced
  *   HEAD            as GET, without the body
  *
- * One acceptor keeps a multishot accept armed and spawns an actor per
- * connection. One store actor holds the key-value table; connection actors
- * ask it with ura_request, so the table needs no lock. A connection actor
- * is a small state machine with at most one thing in flight: a receive
- * (with the idle deadline), a send, a request to the store, or the close.
- * Malformed requests get 400, a head over 8 KiB 431, a method this server
- * does not allow 405 and one it does not know 501; a connection that sends
- * nothing for --idle-ms is closed. A slow client costs its own actor a
- * receive per byte and nobody else anything.
+ * One acceptor (serve.c, shared with echo_server) keeps a multishot
+ * accept armed and spawns an actor per connection. One store actor holds
+ * the key-value table; connection actors ask it with ura_request, so the
+ * table needs no lock. A connection actor is a small state machine with
+ * at most one thing in flight: a receive (with the idle deadline), a send,
+ * a request to the store, or the close. Malformed requests get 400, a head
+ * over 8 KiB 431, a method this server does not allow 405 and one it does
+ * not know 501; a connection that sends nothing for --idle-ms is closed. A
+ * slow client costs its own actor a receive per byte and nobody else
+ * anything.
  *
  *   http_server [--port N] [--bind ADDR] [--workers N] [--idle-ms MS]
  *
  * --port 0 lets the kernel pick a free port; the first line on stdout
  * names the address. SIGINT or SIGTERM shuts down cleanly.
  */
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,14 +35,11 @@
 #include <ura.h>
 
 #include "http_parse.h"
+#include "serve.h"
 
-#define A_START URA_ATOM("start")
-#define A_ACCEPTED URA_ATOM("accepted")
-#define A_REARM URA_ATOM("rearm")
 #define A_RECV URA_ATOM("recv")
 #define A_SENT URA_ATOM("sent")
 #define A_CLOSED URA_ATOM("closed")
-#define A_QUIT URA_ATOM("quit")
 /* the store's protocol */
 #define A_GET URA_ATOM("get")
 #define A_PUT URA_ATOM("put")
@@ -192,7 +185,7 @@ static void kv_destroy(void *state)
 URA_BEHAVIOR(storing,
 	URA_ON(A_GET, "b", kv_get),
 	URA_ON(A_PUT, "bb", kv_put),
-	URA_ON(A_QUIT, "", kv_quit));
+	URA_ON(SERVE_QUIT, "", kv_quit));
 
 static const ura_class kv_class = {
 	.name = "kv_store",
@@ -342,20 +335,21 @@ typedef struct {
 	uint8_t linger_left;
 } conn;
 
+/* What every connection shares: serve_spec.ctx. */
 typedef struct {
 	ura_ref kv;
 	uint64_t idle_ns;
-	int fd;
-} conn_arg;
+} shared;
 
 static int conn_init(ura_ctx *cx, void *state, const void *arg)
 {
-	const conn_arg *a = arg;
+	const serve_conn *a = arg;
+	const shared *sh = a->ctx;
 	conn *c = state;
 	(void)cx;
 	c->fd = a->fd;
-	c->kv = a->kv;
-	c->idle_ns = a->idle_ns;
+	c->kv = sh->kv;
+	c->idle_ns = sh->idle_ns;
 	return 0;
 }
 
@@ -703,11 +697,11 @@ static void on_quit(ura_ctx *cx, const ura_msg *m)
 }
 
 URA_BEHAVIOR(serving,
-	URA_ON(A_START, "", on_start),
+	URA_ON(SERVE_START, "", on_start),
 	URA_ON(A_RECV, "ib", on_recv),
 	URA_ON(A_SENT, "i", on_sent),
 	URA_ON(A_CLOSED, "i", on_closed),
-	URA_ON(A_QUIT, "", on_quit));
+	URA_ON(SERVE_QUIT, "", on_quit));
 
 static const ura_class conn_class = {
 	.name = "http_conn",
@@ -717,221 +711,36 @@ static const ura_class conn_class = {
 	.destroy = conn_destroy,
 };
 
-/* ---- the acceptor ---------------------------------------------------- */
-
-typedef struct {
-	int lfd;
-	ura_group *conns; /* every live connection, for the quit */
-	ura_ref kv;
-	uint64_t idle_ns;
-	ura_io op;        /* the armed accept; 0 when none */
-	int stopping;
-} acceptor;
-
-static void arm(ura_ctx *cx)
-{
-	acceptor *a = ura_state(cx);
-	a->op = ura_io_accept(cx, A_ACCEPTED, a->lfd, URA_IO_MULTISHOT | SOCK_NONBLOCK);
-	if (a->op < 0) {
-		fprintf(stderr, "http_server: accept: %s\n", ura_strerror((int)a->op));
-		a->op = 0;
-		ura_send_after(cx, ura_self(cx), 100 * URA_MSEC, A_REARM);
-	}
-}
-
-static void acc_start(ura_ctx *cx, const ura_msg *m)
-{
-	(void)m;
-	arm(cx);
-}
-
-static void acc_rearm(ura_ctx *cx, const ura_msg *m)
-{
-	acceptor *a = ura_state(cx);
-	(void)m;
-	if (!a->stopping && !a->op)
-		arm(cx);
-}
-
-static void spawn_conn(ura_ctx *cx, int fd)
-{
-	acceptor *a = ura_state(cx);
-	ura_ref r = URA_NOREF;
-	/* A reply is one send: let it leave at once rather than wait for the
-	 * client's delayed ACK of the previous one (as nginx's tcp_nodelay). */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
-	conn_arg arg = { .kv = a->kv, .idle_ns = a->idle_ns, .fd = fd };
-	int rc = ura_spawn_ex(cx, &conn_class, &arg, &(ura_spawn_opts){ .group = a->conns }, &r);
-	if (rc < 0 || (rc = ura_send(cx, r, A_START)) < 0) {
-		fprintf(stderr, "http_server: connection actor: %s\n", ura_strerror(rc));
-		if (ura_ref_null(r))
-			close(fd); /* else its destroy closes it */
-	}
-}
-
-static void acc_accepted(ura_ctx *cx, const ura_msg *m)
-{
-	acceptor *a = ura_state(cx);
-	int64_t res = ura_arg_i64(m, 0);
-	if (res >= 0) {
-		if (a->stopping)
-			close((int)res); /* accepted as the cancel raced it */
-		else
-			spawn_conn(cx, (int)res);
-	} else if (res != -ECANCELED) {
-		fprintf(stderr, "http_server: accept: %s\n", ura_strerror((int)res));
-	}
-	if (ura_io_more(m))
-		return;
-	/* This accept is over: cancelled for the shutdown, or ended by the
-	 * kernel (an error such as EMFILE ends a multishot accept). */
-	a->op = 0;
-	if (a->stopping)
-		ura_stop(cx);
-	else if (res < 0) /* out of fds: let some connections close first */
-		ura_send_after(cx, ura_self(cx), 100 * URA_MSEC, A_REARM);
-	else
-		arm(cx);
-}
-
-static void acc_signal(ura_ctx *cx, const ura_msg *m)
-{
-	acceptor *a = ura_state(cx);
-	if (a->stopping)
-		return;
-	a->stopping = 1;
-	fprintf(stderr, "http_server: signal %lld, shutting down\n",
-		(long long)ura_arg_i64(m, 0));
-	ura_send_group(cx, a->conns, A_QUIT);
-	ura_send(cx, a->kv, A_QUIT);
-	/* Wait for the accept's last completion before stopping, so that a
-	 * connection accepted in the meantime is closed, not leaked. */
-	if (!a->op || ura_io_cancel(cx, a->op) < 0)
-		ura_stop(cx);
-}
-
-static void acc_destroy(void *state)
-{
-	acceptor *a = state;
-	close(a->lfd);
-}
-
-URA_BEHAVIOR(accepting,
-	URA_ON(A_START, "", acc_start),
-	URA_ON(A_REARM, "", acc_rearm),
-	URA_ON(A_ACCEPTED, "i", acc_accepted),
-	URA_ON(URA_SIGNAL, "i", acc_signal));
-
-static const ura_class acceptor_class = {
-	.name = "http_acceptor",
-	.state_size = sizeof(acceptor),
-	.initial = &accepting,
-	.destroy = acc_destroy,
-};
-
 /* ---- main ------------------------------------------------------------ */
 
-static int listen_on(const char *addr, int port, int *bound)
+static int option(void *ctx, const char *opt, const char *val)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	socklen_t sl = sizeof sa;
-	if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1)
-		return -EINVAL;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 4096) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	*bound = ntohs(sa.sin_port);
-	return fd;
+	shared *sh = ctx;
+	long ms;
+	if (strcmp(opt, "--idle-ms") || (ms = atol(val)) <= 0)
+		return -1;
+	sh->idle_ns = (uint64_t)ms * URA_MSEC;
+	return 0;
 }
 
-/* One fd per connection: take all the hard limit allows. */
-static void raise_nofile(void)
+static int spawn_store(ura_system *sys, void *ctx, ura_ref *quit)
 {
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
-static void usage(const char *argv0)
-{
-	fprintf(stderr, "usage: %s [--port N] [--bind ADDR] [--workers N] [--idle-ms MS]\n",
-		argv0);
-	exit(2);
+	shared *sh = ctx;
+	int rc = ura_spawn(sys, &kv_class, NULL, &sh->kv);
+	*quit = sh->kv;
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	int port = 8080;
-	unsigned workers = 0;
-	long idle_ms = 5000;
-	const char *addr = "0.0.0.0";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--port") && i + 1 < argc)
-			port = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--bind") && i + 1 < argc)
-			addr = argv[++i];
-		else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
-			workers = (unsigned)atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--idle-ms") && i + 1 < argc)
-			idle_ms = atol(argv[++i]);
-		else
-			usage(argv[0]);
-	}
-	if (port < 0 || port > 65535 || idle_ms <= 0)
-		usage(argv[0]);
-	raise_nofile();
-
-	int bound = 0, lfd = listen_on(addr, port, &bound);
-	if (lfd < 0) {
-		fprintf(stderr, "http_server: listen on %s:%d: %s\n", addr, port, ura_strerror(lfd));
-		return 1;
-	}
-	ura_system *sys;
-	int rc = ura_system_new(&sys, &(ura_config){ .workers = workers });
-	if (rc < 0) {
-		fprintf(stderr, "http_server: %s\n", ura_strerror(rc));
-		close(lfd);
-		return 1;
-	}
-	ura_group *conns;
-	ura_ref kv = URA_NOREF, acc = URA_NOREF;
-	if ((rc = ura_group_new(sys, &conns)) < 0 ||
-	    (rc = ura_spawn(sys, &kv_class, NULL, &kv)) < 0 ||
-	    (rc = ura_spawn(sys, &acceptor_class,
-			    &(acceptor){ .lfd = lfd, .conns = conns, .kv = kv,
-					 .idle_ns = (uint64_t)idle_ms * URA_MSEC },
-			    &acc)) < 0 ||
-	    (rc = ura_signal_subscribe(sys, SIGINT, acc)) < 0 ||
-	    (rc = ura_signal_subscribe(sys, SIGTERM, acc)) < 0) {
-		fprintf(stderr, "http_server: %s\n", ura_strerror(rc));
-		if (ura_ref_null(acc))
-			close(lfd);
-		ura_system_destroy(sys);
-		return 1;
-	}
-	ura_stats st;
-	ura_system_stats(sys, &st);
-	printf("http_server: listening on %s:%d, %u workers, backend %s\n", addr, bound,
-	       st.workers, st.backend);
-	fflush(stdout);
-
-	ura_send(sys, acc, A_START);
-	/* An armed accept keeps the system busy: this returns after the
-	 * shutdown, once every actor has stopped. */
-	ura_system_await(sys);
-	ura_signal_unsubscribe(sys, SIGINT);
-	ura_signal_unsubscribe(sys, SIGTERM);
-	rc = ura_system_destroy(sys);
-	if (rc < 0)
-		fprintf(stderr, "http_server: destroy: %s\n", ura_strerror(rc));
-	return rc < 0;
+	shared sh = { .idle_ns = 5000 * URA_MSEC };
+	return serve_main(argc, argv, &(serve_spec){
+		.name = "http_server",
+		.port = 8080,
+		.conn_class = &conn_class,
+		.ctx = &sh,
+		.usage = "[--idle-ms MS]",
+		.option = option,
+		.setup = spawn_store,
+	});
 }
