@@ -6,11 +6,16 @@
  * kernel; an actor placed on node 1 lives and runs there; the memory its
  * worker allocates (its message pool) is on node 1; a node-0 producer
  * flooding a node-1 actor delivers everything in order, in batches; a
- * single cross-node message arrives. (VM timings are emulated: only
- * counts are asserted.)
+ * single cross-node message arrives; actor I/O on node 1: the read's
+ * bytes land in node-1 memory, and ura_offload runs on node 1's pool.
+ * (VM timings are emulated: only counts are asserted.)
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <numa.h>
 #include <numaif.h>
+#include <sched.h>
+#include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -85,6 +90,72 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 URA_BEHAVIOR(source_beh, URA_ON(A_GO, "", on_go));
 static const ura_class source_class = { .name = "source", .state_size = sizeof(source), .initial = &source_beh };
 
+/* ---- actor I/O on node 1 ---------------------------------------------- */
+
+#define A_IOGO URA_ATOM("iogo")
+#define A_RD URA_ATOM("rd")
+#define A_WR URA_ATOM("wr")
+#define A_OFF URA_ATOM("off")
+static int g_pipe[2];
+static _Atomic int g_io_left;
+static _Atomic int g_data_node = -2, g_pool_node = -2, g_io_worker_node = -2;
+static _Atomic long g_rd = -1;
+
+static int64_t where_am_i(void *arg)
+{
+	(void)arg;
+	return numa_node_of_cpu(sched_getcpu());
+}
+static void io_one_done(ura_ctx *cx)
+{
+	if (atomic_fetch_sub(&g_io_left, 1) == 1)
+		ura_stop(cx);
+}
+static void on_rd(ura_ctx *cx, const ura_msg *m)
+{
+	size_t n = 0;
+	const void *d = ura_arg_bytes(m, 1, &n);
+	atomic_store(&g_rd, (long)ura_arg_i64(m, 0));
+	atomic_store(&g_data_node, node_of_addr(d));
+	atomic_store(&g_io_worker_node, ura_worker_node(g_sys, ura_worker_id(cx)));
+	io_one_done(cx);
+}
+static void on_wr(ura_ctx *cx, const ura_msg *m) { (void)m; io_one_done(cx); }
+static void on_off(ura_ctx *cx, const ura_msg *m)
+{
+	atomic_store(&g_pool_node, (int)ura_arg_i64(m, 0));
+	io_one_done(cx);
+}
+static void on_iogo(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	atomic_store(&g_io_left, 3);
+	ura_io_read(cx, A_RD, g_pipe[0], 64, -1);
+	ura_io_write(cx, A_WR, g_pipe[1], "numa", 4, -1);
+	ura_offload(cx, A_OFF, where_am_i, NULL);
+}
+URA_BEHAVIOR(io_beh,
+	URA_ON(A_IOGO, "", on_iogo),
+	URA_ON(A_RD, "ib", on_rd),
+	URA_ON(A_WR, "i", on_wr),
+	URA_ON(A_OFF, "i", on_off));
+static const ura_class io_class = { .name = "io_node1", .initial = &io_beh };
+
+static void test_io_node1(ura_system *sys)
+{
+	t_must(pipe2(g_pipe, O_CLOEXEC));
+	ura_ref a;
+	t_must(ura_spawn_ex(sys, &io_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(1) }, &a));
+	t_must(ura_send(sys, a, A_IOGO));
+	t_rc(ura_system_await(sys), 0, "await the node-1 I/O");
+	t_eq(atomic_load(&g_rd), 4, "a node-1 actor's read got the 4 bytes");
+	t_eq(atomic_load(&g_io_worker_node), 1, "its completion ran on a node-1 worker");
+	t_eq(atomic_load(&g_data_node), 1, "the bytes were read into node-1 memory");
+	t_eq(atomic_load(&g_pool_node), 1, "ura_offload ran on node 1's pool");
+	close(g_pipe[0]);
+	close(g_pipe[1]);
+}
+
 int main(void)
 {
 	if (!getenv("NUMA_VM")) {
@@ -133,6 +204,7 @@ int main(void)
 	t_must(ura_send(sys, src, A_GO));
 	t_rc(ura_system_await(sys), 0, "await one message");
 	t_eq(atomic_load(&g_got), 1, "a single cross-node message under no load arrives");
+	test_io_node1(sys);
 	t_destroy(sys);
 	return t_done();
 }
