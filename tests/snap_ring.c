@@ -9,6 +9,8 @@
  *  - delayed sends (re-armed with what they had left, their handles
  *    rewritten), groups, bound values and behaviors.
  */
+#include <sched.h>
+
 #include "snap_util.h"
 
 #define A_TOK URA_ATOM("tok")
@@ -26,6 +28,26 @@ static _Atomic int64_t hops;          /* progress, to snapshot mid-flight */
 static _Atomic int64_t finished;      /* tokens that reached the end */
 static node_state fin[MAX_ACTORS];    /* each actor's state at destroy */
 
+/* Gates: the handler that makes hop g_gate[k] waits until snapshot k has
+ * been started, so every cut falls mid-flight however late the main
+ * thread gets the CPU (a loaded machine once let a ring finish first).
+ * Only timing changes: the tokens' results do not. */
+#define MAX_GATES 8
+static _Atomic int64_t g_gate[MAX_GATES];
+static _Atomic int g_ngates, g_opened;
+
+static void gate(int64_t hop)
+{
+	int ng = atomic_load(&g_ngates);
+	for (int k = 0; k < ng; k++) {
+		if (atomic_load(&g_gate[k]) != hop)
+			continue;
+		uint64_t t0 = t_now_ns();
+		while (atomic_load(&g_opened) <= k && t_now_ns() - t0 < 10 * URA_SEC)
+			sched_yield();
+	}
+}
+
 static void on_tok(ura_ctx *cx, const ura_msg *m)
 {
 	node_state *s = ura_state(cx);
@@ -34,7 +56,7 @@ static void on_tok(ura_ctx *cx, const ura_msg *m)
 	s->visits++;
 	s->acc += h * (uint64_t)(s->id + 1); /* commutative: tokens interleave */
 	h = h * 1000003u ^ (uint64_t)(s->id + 1);
-	atomic_fetch_add_explicit(&hops, 1, memory_order_relaxed);
+	gate(atomic_fetch_add_explicit(&hops, 1, memory_order_relaxed) + 1);
 	if (left == 0) { /* the end: kept in the state, so a snapshot has it */
 		s->done++;
 		s->done_hash += h * (uint64_t)(tok + 1);
@@ -149,6 +171,10 @@ static void run(unsigned workers, int n, int ntok, int64_t len, const char *path
 	if (first)
 		*first = refs[0];
 	int64_t total = (int64_t)ntok * (len + 1);
+	atomic_store(&g_opened, 0);
+	for (int k = 0; k < nsnaps && k < MAX_GATES; k++)
+		atomic_store(&g_gate[k], total * (k + 1) / (2 * nsnaps + 2));
+	atomic_store(&g_ngates, nsnaps < MAX_GATES ? nsnaps : MAX_GATES);
 	start_tokens(sys, n, refs, ntok, len);
 	struct t_snap s;
 	t_snap_init(&s);
@@ -158,6 +184,7 @@ static void run(unsigned workers, int n, int ntok, int64_t len, const char *path
 		while (atomic_load(&hops) < mark && t_now_ns() - t0 < 20 * URA_SEC)
 			usleep(100);
 		int rc = t_snap_start(sys, path, &s, 0);
+		atomic_store(&g_opened, k + 1);
 		if (rc < 0)
 			t_rc(rc, 0, "snapshot %d started", k + 1);
 		rc = t_snap_wait(&s);
@@ -169,6 +196,7 @@ static void run(unsigned workers, int n, int ntok, int64_t len, const char *path
 	if (nsnaps)
 		t_diag("hops done when the last snapshot was written: %lld of %lld",
 		       (long long)atomic_load(&hops), (long long)total);
+	atomic_store(&g_ngates, 0);
 	t_must(await_guarded(sys));
 	t_destroy(sys);
 	collect(out);
