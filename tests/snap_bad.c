@@ -59,8 +59,27 @@ static void on_nop(ura_ctx *cx, const ura_msg *m) { (void)cx; (void)m; }
  * actor the snapshot thread has already saved (it was idle): a message in
  * flight at the cut. */
 static int later_dummy;
+/* The handshake that puts the cut inside on_later whatever the load: the
+ * handler says it has started, and waits for the snapshot to start. */
+static _Atomic int later_in, later_go;
+static void later_reset(void)
+{
+	atomic_store(&later_in, 0);
+	atomic_store(&later_go, 0);
+}
+static void later_wait_in(void)
+{
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&later_in) && t_now_ns() - t0 < 10 * URA_SEC)
+		usleep(1000);
+}
 static void on_later(ura_ctx *cx, const ura_msg *m)
 {
+	atomic_store(&later_in, 1);
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&later_go) && t_now_ns() - t0 < 10 * URA_SEC)
+		usleep(1000);
+	/* Then long enough for the snapshot thread to save the idle target. */
 	usleep((useconds_t)ura_arg_i64(m, 0));
 	if (ura_arg_i64(m, 2))
 		ura_send(cx, ura_arg_ref(m, 1), A_PTR, (void *)&later_dummy);
@@ -207,10 +226,12 @@ int main(void)
 	for (int i = 0; i < 3; i++)
 		t_must(ura_spawn_ex(sys, &cell_class, &(cell){ .v = i },
 				    &(ura_spawn_opts){ .group = g }, &c[i]));
-	t_must(ura_send(sys, c[0], A_LATER, (int64_t)200000, c[1], (int64_t)0));
-	usleep(50000);
+	later_reset();
+	t_must(ura_send(sys, c[0], A_LATER, (int64_t)150000, c[1], (int64_t)0));
+	later_wait_in();
 	t_rc(ura_snapshot(sys, NULL, NULL), -EINVAL, "snapshot: no path is refused");
 	t_must(t_snap_start(sys, good, &s, 0));
+	atomic_store(&later_go, 1);
 	t_rc(ura_snapshot(sys, bad, NULL), -EBUSY, "a second snapshot while one runs: -EBUSY");
 	t_rc(ura_snap_register(sys, &fragile_snap), -EBUSY, "register while a snapshot runs: -EBUSY");
 	t_rc(t_snap_wait(&s), 0, "the good snapshot");
@@ -323,9 +344,11 @@ int main(void)
 		t_must(ura_spawn(sys, &cell_class, NULL, &d));
 		t_must(ura_send(sys, d, A_BECOME));
 		t_must(await_guarded(sys));
-		t_must(ura_send(sys, e, A_LATER, (int64_t)200000, a, (int64_t)1));
-		usleep(50000);
+		later_reset();
+		t_must(ura_send(sys, e, A_LATER, (int64_t)150000, a, (int64_t)1));
+		later_wait_in();
 		t_must(t_snap_start(sys, p2, &s, skip));
+		atomic_store(&later_go, 1);
 		int rc = t_snap_wait(&s);
 		if (!skip) {
 			t_rc(rc, -EINVAL, "unsavable things fail the snapshot");
