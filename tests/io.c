@@ -647,8 +647,10 @@ static void test_offload_and_await(ura_system *sys)
 	pthread_t th;
 	t_must(ura_spawn(sys, &late_cls, NULL, &a));
 	t_must(ura_send(sys, a, A_GO));
-	pthread_create(&th, NULL, late_writer, NULL);
+	/* Before the writer starts: it writes 150 ms after this at the
+	 * earliest, however late this thread gets the CPU back. */
 	uint64_t t0 = t_now_ns();
+	pthread_create(&th, NULL, late_writer, NULL);
 	t_rc(await_guarded(sys), 0, "await with a read in flight");
 	uint64_t dt = t_now_ns() - t0;
 	t_eq(atomic_load(&g_late_res), 4, "await returned only after the read completed");
