@@ -19,7 +19,10 @@
  * 11. a large write through a socket buffer completes in full;
  * 12. poll for readiness;
  * 13. more operations in flight than the CQ has room for: the surplus
- *     waits in user space, and every completion arrives.
+ *     waits in user space, and every completion arrives;
+ * 14. stress: 400 actors on two workers each start receives (some with a
+ *     deadline) and stop at a random moment, wherever they were stolen
+ *     to: every destroy runs exactly once, after its operations ended.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -753,6 +756,59 @@ static void test_many(ura_system *sys)
 	close(g_many[1]);
 }
 
+/* ---- 14. stop with I/O in flight, under stealing ------------------------ */
+
+#define NSTRESS 400
+#define A_QUIT URA_ATOM("quit")
+static int g_st_sp[2];
+static _Atomic int g_st_destroyed, g_st_early;
+static _Atomic int g_st_once[NSTRESS];
+struct sst { int id; int ops; char buf[64]; };
+static void st_destroy(void *p)
+{
+	struct sst *s = p;
+	if (s->id < 0 || s->id >= NSTRESS || atomic_fetch_add(&g_st_once[s->id], 1))
+		atomic_fetch_add(&g_st_early, 1); /* twice, or garbage */
+	atomic_fetch_add(&g_st_destroyed, 1);
+}
+static void st_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	struct sst *s = ura_state(cx);
+	/* A readv into the state (pinned until the op ends), a recv, and a
+	 * recv with a deadline that may or may not pass first. */
+	struct iovec iov = { s->buf, sizeof s->buf };
+	ura_io_submit(cx, A_R, &(ura_io_req){ .op = URA_IO_READV, .fd = g_st_sp[0], .iov = &iov,
+					      .iovcnt = 1 });
+	ura_io_recv(cx, A_R, g_st_sp[0], 16, 0);
+	ura_io_recv(cx, A_R, g_st_sp[0], 16, (uint64_t)(s->id % 7) * 100 * URA_USEC + 1);
+	ura_send_after(cx, ura_self(cx), (uint64_t)(s->id % 11) * 50 * URA_USEC, A_QUIT);
+}
+static void st_any(ura_ctx *cx, const ura_msg *m) { (void)cx; (void)m; }
+static void st_quit(ura_ctx *cx, const ura_msg *m) { (void)m; ura_stop(cx); }
+URA_BEHAVIOR(st_beh, URA_ON(A_GO, "", st_go), URA_ON(A_QUIT, "", st_quit),
+	     URA_ON_ANY(A_R, st_any));
+static const ura_class st_cls = { .name = "stress", .initial = &st_beh,
+				  .state_size = sizeof(struct sst), .destroy = st_destroy };
+
+static void test_stress_stop(ura_system *sys)
+{
+	t_must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_st_sp));
+	long n = t_scaled(NSTRESS);
+	for (long i = 0; i < n; i++) {
+		struct sst st = { .id = (int)i };
+		ura_ref a;
+		t_must(ura_spawn(sys, &st_cls, &st, &a));
+		t_must(ura_send(sys, a, A_GO));
+	}
+	t_rc(await_guarded(sys), 0, "stress: await (every operation cancelled)");
+	t_eq(atomic_load(&g_st_destroyed), n, "stress: every destroy ran");
+	t_eq(atomic_load(&g_st_early), 0, "stress: each exactly once");
+	t_eq(stats(sys).io_inflight, 0, "stress: nothing left in flight");
+	close(g_st_sp[0]);
+	close(g_st_sp[1]);
+}
+
 int main(void)
 {
 	ura_system *sys = t_system(2);
@@ -766,6 +822,7 @@ int main(void)
 	test_offload_and_await(sys);
 	test_big_send(sys);
 	test_many(sys);
+	test_stress_stop(sys);
 	ura_stats st = stats(sys);
 	t_eq(st.io_inflight, 0, "nothing in flight at the end (%llu submitted)",
 	     (unsigned long long)st.io_submitted);
