@@ -636,8 +636,13 @@ URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
  * Backends: the worker's io_uring ring; or, where io_uring is refused
  * (seccomp, io_uring_disabled, an old kernel, URA_IO_URING=0), epoll for
  * sockets, pipes and terminals plus a small per-node thread pool for
- * regular files, openat, close and fsync. Same API, same messages.
- * Handler context only, for every call here.
+ * regular files, openat, close and fsync. Same API, same messages. (On
+ * epoll a listening socket given to URA_IO_ACCEPT is made non-blocking,
+ * and a connect runs non-blocking; closing an fd with URA_IO_CLOSE ends
+ * the operations still waiting on it with -EBADF.)
+ * Handler context only, for every call here: an init callback that
+ * ura_spawn_sys runs on the calling thread has no ring (-EPERM; send the
+ * actor a message and start its I/O from the handler).
  */
 typedef int64_t ura_io;
 
