@@ -24,6 +24,9 @@
 
 #define POKE_TAG URA_ATOM("_snappoke")
 #define CHUNK_BYTES (64u << 10)
+/* Message sequence numbers a turn takes at once (record_msg): the
+ * default batch of messages per turn fits in one. */
+#define SEQ_BLOCK 256u
 /* Problems listed in a report before "and N more". */
 #define REPORT_LINES 20
 
@@ -350,9 +353,27 @@ static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_m
 	if (!p)
 		return; /* that snapshot is over */
 	uint32_t hdr[2] = { URA__REC_MSG, (uint32_t)(n - 8) };
-	/* relaxed: one actor's records are made in its turn order, and the
-	 * token's release/acquire chain orders those RMWs (coherence). */
-	uint64_t seq = atomic_fetch_add_explicit(&S->seq, 1, memory_order_relaxed);
+	/* Sequence numbers by the block, one RMW per turn rather than per
+	 * message: a turn numbers its records from a block it took itself
+	 * (a new turn on this worker, st.turns moved, or a spent block takes
+	 * the next one). Numbers increase within a turn; one actor's next
+	 * turn, anywhere, takes a block after this one's; each worker's
+	 * buffer stays in order (order_msgs merges runs). Gaps are fine:
+	 * the numbers only order the records (restore ignores them). */
+	struct ura__wsnap *ws = &w->snap;
+	/* relaxed: our own counter, bumped at the start of every turn
+	 * (ura__actor_turn); only this thread writes it. */
+	uint64_t turn = ura__ld(&w->st.turns);
+	if (ws->seq_turn != turn || ws->seq_next == ws->seq_end) {
+		/* relaxed: one actor's turns are ordered by the token's
+		 * release/acquire chain, which orders these RMWs on S->seq
+		 * too (coherence): a later turn's block is a later one. */
+		ws->seq_next = atomic_fetch_add_explicit(&S->seq, SEQ_BLOCK,
+							 memory_order_relaxed);
+		ws->seq_end = ws->seq_next + SEQ_BLOCK;
+		ws->seq_turn = turn;
+	}
+	uint64_t seq = ws->seq_next++;
 	uint64_t to = ura__ref_make(a->idx, m->to_gen).id;
 	memcpy(p, hdr, 8);
 	memcpy(p + 8, &seq, 8);
