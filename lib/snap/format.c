@@ -243,16 +243,80 @@ unsigned ura__msg_ptr_at(const struct ura_msg *m)
 	return 0;
 }
 
+size_t ura__snap_msg_len(const struct ura_msg *m)
+{
+	size_t n = 24;
+	for (unsigned i = 0; i < m->n; i++) {
+		const ura_value *v = &m->vals[i];
+		n += 1;
+		switch (v->type) {
+		case URA_T_I64: case URA_T_F64: case URA_T_ATOM: case URA_T_REF:
+			n += 8;
+			break;
+		case URA_T_STR:
+			n += 4 + (size_t)v->len + 1;
+			break;
+		case URA_T_BYTES:
+			n += 4 + (size_t)v->len;
+			break;
+		default:
+			break;
+		}
+	}
+	return n;
+}
+
+/* The one encoder of a message (ura__snap_put_value's encoding of each
+ * value): exactly ura__snap_msg_len(m) bytes at p. */
+unsigned char *ura__snap_put_msg_raw(unsigned char *p, const struct ura_msg *m)
+{
+	uint64_t u64;
+	uint32_t u32;
+	u64 = m->tag;
+	memcpy(p, &u64, 8);
+	u64 = m->from.id;
+	memcpy(p + 8, &u64, 8);
+	p[16] = m->kind;
+	p[17] = m->n;
+	p[18] = p[19] = 0;
+	u32 = m->req;
+	memcpy(p + 20, &u32, 4);
+	p += 24;
+	for (unsigned i = 0; i < m->n; i++) {
+		const ura_value *v = &m->vals[i];
+		*p++ = (uint8_t)v->type;
+		switch (v->type) {
+		case URA_T_I64: case URA_T_F64: case URA_T_ATOM: case URA_T_REF:
+			memcpy(p, &v->u, 8);
+			p += 8;
+			break;
+		case URA_T_STR:
+			u32 = v->len;
+			memcpy(p, &u32, 4);
+			memcpy(p + 4, v->u.str, (size_t)v->len + 1); /* with its NUL */
+			p += 4 + (size_t)v->len + 1;
+			break;
+		case URA_T_BYTES:
+			u32 = v->len;
+			memcpy(p, &u32, 4);
+			if (v->len)
+				memcpy(p + 4, v->u.bytes, v->len);
+			p += 4 + (size_t)v->len;
+			break;
+		default: /* pointers are refused before we get here */
+			break;
+		}
+	}
+	return p;
+}
+
 void ura__snap_put_msg(struct ura__bytes *b, const struct ura_msg *m)
 {
-	ura__b_u64(b, m->tag);
-	ura__b_u64(b, m->from.id);
-	ura__b_u8(b, m->kind);
-	ura__b_u8(b, m->n);
-	ura__b_u16(b, 0);
-	ura__b_u32(b, m->req);
-	for (unsigned i = 0; i < m->n; i++)
-		ura__snap_put_value(b, &m->vals[i]);
+	size_t n = ura__snap_msg_len(m);
+	if (b->cap - b->n < n && ura__b_grow(b, n) < 0)
+		return;
+	ura__snap_put_msg_raw(b->p + b->n, m);
+	b->n += n;
 }
 
 int ura__snap_get_msg(struct ura__rd *r, struct ura__smsg *out)

@@ -92,6 +92,10 @@ void ura__map_free(struct ura__map *m);
 
 /* A message's tag, sender, kind, request id and values (FORMAT.md). */
 void ura__snap_put_msg(struct ura__bytes *b, const struct ura_msg *m);
+/* The same encoding straight into memory the caller sized: _len bytes,
+ * _raw writes them at p and returns p + _len (no pointer values). */
+size_t ura__snap_msg_len(const struct ura_msg *m);
+unsigned char *ura__snap_put_msg_raw(unsigned char *p, const struct ura_msg *m);
 /* Index + 1 of the first opaque pointer among m's values, else 0. */
 unsigned ura__msg_ptr_at(const struct ura_msg *m);
 /* Decodes a message into vals (strings and bytes point into the file);

@@ -24,6 +24,9 @@
 
 #define POKE_TAG URA_ATOM("_snappoke")
 #define CHUNK_BYTES (64u << 10)
+/* Message sequence numbers a turn takes at once (record_msg): the
+ * default batch of messages per turn fits in one. */
+#define SEQ_BLOCK 256u
 /* Problems listed in a report before "and N more". */
 #define REPORT_LINES 20
 
@@ -63,9 +66,13 @@ static void sbuf_drop(struct ura__sbuf *b)
 	b->tail = NULL;
 }
 
-/* Owner: appends one record of snapshot `id` and publishes it. */
-static int sbuf_append(struct ura__sbuf *b, uint64_t id, const void *rec, size_t n)
+/* Owner: room for a record of n bytes of snapshot `id`, at *at; publish
+ * it with sbuf_commit. *at is NULL when the snapshot is over (nothing
+ * wanted); -ENOMEM when no chunk could be had. Bytes written past the
+ * published `used` are invisible to the reader until the commit. */
+static int sbuf_reserve(struct ura__sbuf *b, uint64_t id, size_t n, unsigned char **at)
 {
+	*at = NULL;
 	uint64_t have = atomic_load_explicit(&b->id, memory_order_relaxed);
 	if (have > id)
 		return 0; /* decided for a snapshot that is over: not wanted */
@@ -79,9 +86,7 @@ static int sbuf_append(struct ura__sbuf *b, uint64_t id, const void *rec, size_t
 	struct ura__schunk *c = b->tail;
 	size_t used = c ? atomic_load_explicit(&c->used, memory_order_relaxed) : 0;
 	if (c && c->cap - used >= n) {
-		memcpy(c->data + used, rec, n);
-		/* release: the reader acquires used, then reads the bytes. */
-		atomic_store_explicit(&c->used, used + n, memory_order_release);
+		*at = c->data + used;
 		return 0;
 	}
 	size_t cap = n > CHUNK_BYTES ? n : CHUNK_BYTES;
@@ -90,14 +95,37 @@ static int sbuf_append(struct ura__sbuf *b, uint64_t id, const void *rec, size_t
 		return -ENOMEM;
 	atomic_init(&nc->next, NULL);
 	nc->cap = cap;
-	memcpy(nc->data, rec, n);
-	atomic_init(&nc->used, n);
-	/* release: publishes the chunk, its bytes and used to the reader. */
+	atomic_init(&nc->used, 0);
+	/* release: publishes the chunk (empty: used 0) to the reader, who
+	 * acquires next or head, then used. */
 	if (c)
 		atomic_store_explicit(&c->next, nc, memory_order_release);
 	else
 		atomic_store_explicit(&b->head, nc, memory_order_release);
 	b->tail = nc;
+	*at = nc->data;
+	return 0;
+}
+
+/* Owner: publishes the n bytes written at the tail chunk's end. */
+static void sbuf_commit(struct ura__sbuf *b, size_t n)
+{
+	struct ura__schunk *c = b->tail;
+	size_t used = atomic_load_explicit(&c->used, memory_order_relaxed);
+	/* release: pairs with the reader's acquire of used, then it reads
+	 * the bytes. */
+	atomic_store_explicit(&c->used, used + n, memory_order_release);
+}
+
+/* Owner: appends one record of snapshot `id` and publishes it. */
+static int sbuf_append(struct ura__sbuf *b, uint64_t id, const void *rec, size_t n)
+{
+	unsigned char *at;
+	int rc = sbuf_reserve(b, id, n, &at);
+	if (rc < 0 || !at)
+		return rc;
+	memcpy(at, rec, n);
+	sbuf_commit(b, n);
 	return 0;
 }
 
@@ -314,17 +342,44 @@ static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_m
 			a->idx, m->to_gen, at - 1);
 		return;
 	}
-	rec->n = 0;
-	rec->err = 0;
-	ura__b_u32(rec, URA__REC_MSG);
-	ura__b_u32(rec, 0);
-	/* relaxed: one actor's records are made in its turn order, and the
-	 * token's release/acquire chain orders those RMWs (coherence). */
-	ura__b_u64(rec, atomic_fetch_add_explicit(&S->seq, 1, memory_order_relaxed));
-	ura__b_u64(rec, ura__ref_make(a->idx, m->to_gen).id);
-	ura__snap_put_msg(rec, m);
-	ura__b_patch32(rec, 4, (uint32_t)(rec->n - 8));
-	store(S, &w->snap.buf, rec, id);
+	/* Serialized straight into the worker's chunk (one copy: ~1M of
+	 * these when a cut falls inside a long sending turn, bench/README.md). */
+	size_t n = 24 + ura__snap_msg_len(m);
+	unsigned char *p;
+	if (sbuf_reserve(&w->snap.buf, id, n, &p) < 0) {
+		atomic_store_explicit(&S->oom, 1, memory_order_relaxed);
+		return;
+	}
+	if (!p)
+		return; /* that snapshot is over */
+	uint32_t hdr[2] = { URA__REC_MSG, (uint32_t)(n - 8) };
+	/* Sequence numbers by the block, one RMW per turn rather than per
+	 * message: a turn numbers its records from a block it took itself
+	 * (a new turn on this worker, st.turns moved, or a spent block takes
+	 * the next one). Numbers increase within a turn; one actor's next
+	 * turn, anywhere, takes a block after this one's; each worker's
+	 * buffer stays in order (order_msgs merges runs). Gaps are fine:
+	 * the numbers only order the records (restore ignores them). */
+	struct ura__wsnap *ws = &w->snap;
+	/* relaxed: our own counter, bumped at the start of every turn
+	 * (ura__actor_turn); only this thread writes it. */
+	uint64_t turn = ura__ld(&w->st.turns);
+	if (ws->seq_turn != turn || ws->seq_next == ws->seq_end) {
+		/* relaxed: one actor's turns are ordered by the token's
+		 * release/acquire chain, which orders these RMWs on S->seq
+		 * too (coherence): a later turn's block is a later one. */
+		ws->seq_next = atomic_fetch_add_explicit(&S->seq, SEQ_BLOCK,
+							 memory_order_relaxed);
+		ws->seq_end = ws->seq_next + SEQ_BLOCK;
+		ws->seq_turn = turn;
+	}
+	uint64_t seq = ws->seq_next++;
+	uint64_t to = ura__ref_make(a->idx, m->to_gen).id;
+	memcpy(p, hdr, 8);
+	memcpy(p + 8, &seq, 8);
+	memcpy(p + 16, &to, 8);
+	ura__snap_put_msg_raw(p + 24, m);
+	sbuf_commit(&w->snap.buf, n);
 }
 
 int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,

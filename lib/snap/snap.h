@@ -83,6 +83,9 @@ struct ura__wsnap {
 	uint8_t cur;
 	struct ura__sbuf buf;        /* owner appends, the snapshot thread reads */
 	struct ura__bytes scratch;   /* owner: the record being built */
+	/* Owner: the block of message sequence numbers the turn numbered
+	 * seq_turn (st.turns) takes from; see record_msg. */
+	uint64_t seq_next, seq_end, seq_turn;
 };
 
 static inline unsigned ura__msg_ph(const struct ura_msg *m)
