@@ -53,35 +53,21 @@ struct ura__actor *ura__ctx_actor(ura_ctx *cx) { return cx->a; }
 int ura__actor_io_track(struct ura__actor *a, int64_t id)
 {
 	struct ura__actor_x *x = ax(a);
-	if (!x)
-		return -ENOMEM;
-	struct ura__aio *l = x->io;
-	if (!l || l->n == l->cap) {
-		uint32_t cap = l ? l->cap * 2 : 4;
-		struct ura__aio *n = realloc(l, sizeof *l + cap * sizeof l->id[0]);
-		if (!n)
-			return -ENOMEM;
-		if (!l)
-			n->n = 0;
-		n->cap = cap;
-		x->io = l = n;
-	}
-	l->id[l->n++] = id;
-	return 0;
+	return x ? ura__ids_push(&x->io, id) : -ENOMEM;
 }
 
 /* A final completion was taken from the mailbox: the operation is over.
  * Returns the operations still in flight. */
 static uint32_t io_untrack(struct ura__actor *a, const struct ura_msg *m)
 {
-	struct ura__aio *l = a->x ? a->x->io : NULL;
+	struct ura__ids *l = a->x ? a->x->io : NULL;
 	if (!l)
 		return 0;
 	if (m->flags & URA__MF_MORE)
 		return l->n;
 	for (uint32_t i = 0; i < l->n; i++)
-		if ((uint64_t)l->id[i] == m->from.id) {
-			l->id[i] = l->id[--l->n];
+		if ((uint64_t)l->v[i] == m->from.id) {
+			l->v[i] = l->v[--l->n];
 			break;
 		}
 	return l->n;
@@ -237,25 +223,38 @@ static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
 				struct ura__actor *a);
 static void rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 
-/* Ends the incarnation; the slot keeps its mailbox (token still held). */
-/* The end of a zombie (see URA__A_ZOMBIE): its last operation is over. */
-static void zombie_done(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+/* The incarnation's last act: destroy callback, memory, counters, slot
+ * (token still held; the slot keeps its mailbox). */
+static void bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+		 int call_destroy)
 {
 	a->state_kind = URA__A_FREE;
-	if (a->cls->destroy)
+	if (call_destroy && a->cls->destroy)
 		a->cls->destroy(a->state);
 	free_state(a);
 	free_x(a);
-	ura__inc(&w->st.stopped);
+	a->beh = NULL;
+	/* A failed init (no destroy callback) was never counted as spawned,
+	 * so it is not counted as stopped either. */
+	if (call_destroy) {
+		if (w)
+			ura__inc(&w->st.stopped);
+		else
+			atomic_fetch_add_explicit(&sys->ext_stopped, 1, memory_order_relaxed);
+	}
+	/* Safe while we hold the token: a spawner's claim fails until the
+	 * mailbox is idle again. */
 	slot_free(sys, w, a);
 }
 
+/* Ends the incarnation. */
 static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		int call_destroy)
 {
 	uint64_t lost = 0;
 	/* With I/O in flight the kernel may still write to the actor's
-	 * buffers: cancel, and run destroy when the last one completed. */
+	 * buffers: cancel, and bury it when the last one completed (see
+	 * URA__A_ZOMBIE and ura__actor_turn). */
 	int zombie = call_destroy && w && a->x && a->x->io && a->x->io->n;
 	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
 	a->stopping = 0;
@@ -263,36 +262,61 @@ static void die(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 	 * one that raced us carries the old one and becomes a dead letter. */
 	atomic_store_explicit(&a->gen, own_gen(a) + 1, memory_order_release);
 	cancel_actor_timers(sys, w, a);
-	if (zombie) {
-		free_stash_and_pending(sys, w, a, &lost);
+	free_stash_and_pending(sys, w, a, &lost);
+	/* Stashed messages that never matched are counted with the unmatched
+	 * ones: they were handled, by being dropped now. */
+	if (w)
 		ura__add(&w->st.unmatched, lost);
+	if (zombie) {
 		a->beh = NULL;
 		ura__io_cancel_all(w, a);
 		return;
 	}
-	if (call_destroy && a->cls->destroy)
-		a->cls->destroy(a->state);
-	free_state(a);
-	free_stash_and_pending(sys, w, a, &lost);
-	free_x(a);
-	a->beh = NULL;
-	/* A failed init (no destroy callback) was never counted as spawned,
-	 * so it is not counted as stopped either. */
-	if (w) {
-		/* Stashed messages that never matched are counted with the
-		 * unmatched ones: they were handled, by being dropped now. */
-		ura__add(&w->st.unmatched, lost);
-		if (call_destroy)
-			ura__inc(&w->st.stopped);
-	} else if (call_destroy) {
-		atomic_fetch_add_explicit(&sys->ext_stopped, 1, memory_order_relaxed);
-	}
-	/* Safe while we hold the token: a spawner's claim fails until the
-	 * mailbox is idle again. */
-	slot_free(sys, w, a);
+	bury(sys, w, a, call_destroy);
 }
 
 /* ---- spawn ---------------------------------------------------------- */
+
+/* A new incarnation of class cls on `node`, zeroed state, its token held
+ * and its ref valid (*ref); NULL when there is no memory. Spawn runs init
+ * next; a restore fills the state from a snapshot. */
+static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
+				    const ura_class *cls, unsigned node, ura_ref *ref)
+{
+	struct ura__actor *a = slot_take(sys, w);
+	if (!a)
+		return NULL;
+	void *state = NULL;
+	free_x(a); /* a stopped incarnation freed it; a fresh slot has none */
+	a->inline_state = cls->state_size <= sizeof a->inl;
+	if (a->inline_state) {
+		memset(a->inl, 0, sizeof a->inl);
+		state = cls->state_size ? a->inl : NULL;
+	} else {
+		state = calloc(1, cls->state_size);
+		if (!state) {
+			slot_free(sys, w, a);
+			if (!ura__mb_mark_idle(&a->mb))
+				ura__schedule(sys, w, a);
+			return NULL;
+		}
+	}
+	a->cls = cls;
+	a->beh = cls->initial;
+	a->state = state;
+	a->stopping = a->became = 0;
+	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
+	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
+			      memory_order_relaxed);
+	a->state_kind = URA__A_ALIVE;
+	uint32_t gen = own_gen(a) + 1;
+	/* release: pairs with the acquire in make_msg; the fields above are
+	 * published to senders' messages' handler through the token anyway,
+	 * this only makes the ref valid. */
+	atomic_store_explicit(&a->gen, gen, memory_order_release);
+	*ref = ura__ref_make(a->idx, gen);
+	return a;
+}
 
 static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 		 const void *arg, const ura_spawn_opts *opts, ura_ref *out)
@@ -313,38 +337,11 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 			return -EINVAL;
 		node = (unsigned)opts->node - 1;
 	}
-	struct ura__actor *a = slot_take(sys, w);
+	ura_ref ref;
+	struct ura__actor *a = incarnate(sys, w, cls, node, &ref);
 	if (!a)
 		return -ENOMEM;
-	void *state = NULL;
-	free_x(a); /* a stopped incarnation freed it; a fresh slot has none */
-	a->inline_state = cls->state_size <= sizeof a->inl;
-	if (a->inline_state) {
-		memset(a->inl, 0, sizeof a->inl);
-		state = cls->state_size ? a->inl : NULL;
-	} else {
-		state = calloc(1, cls->state_size);
-		if (!state) {
-			slot_free(sys, w, a);
-			if (!ura__mb_mark_idle(&a->mb))
-				ura__schedule(sys, w, a);
-			return -ENOMEM;
-		}
-	}
-	a->cls = cls;
-	a->beh = cls->initial;
-	a->state = state;
-	a->stopping = a->became = 0;
-	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
-	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
-			      memory_order_relaxed);
-	a->state_kind = URA__A_ALIVE;
-	uint32_t gen = own_gen(a) + 1;
-	/* release: pairs with the acquire in send_msg; the fields above are
-	 * published to senders' messages' handler through the token anyway,
-	 * this only makes the ref valid. */
-	atomic_store_explicit(&a->gen, gen, memory_order_release);
-	ura_ref ref = ura__ref_make(a->idx, gen);
+	void *state = a->state;
 
 	if (cls->init) {
 		struct ura_ctx cx = { sys, w, a, NULL, NULL };
@@ -524,26 +521,17 @@ static void track_timer(struct ura_ctx *cx, ura_timer h)
 	struct ura__actor_x *x = ax(cx->a);
 	if (!x)
 		return; /* it still fires; it just won't be cancelled at stop */
-	struct ura__atimers *t = x->timers;
+	struct ura__ids *t = x->timers;
 	if (t && t->n == t->cap) {
 		/* Full: drop the handles of timers that already fired. */
 		uint32_t k = 0;
 		for (uint32_t i = 0; i < t->n; i++)
-			if (ura__timer_live(cx->sys, t->h[i]))
-				t->h[k++] = t->h[i];
+			if (ura__timer_live(cx->sys, t->v[i]))
+				t->v[k++] = t->v[i];
 		t->n = k;
 	}
-	if (!t || t->n == t->cap) {
-		uint32_t cap = t ? t->cap * 2 : 4;
-		struct ura__atimers *nt = realloc(t, sizeof *t + cap * sizeof t->h[0]);
-		if (!nt)
-			return; /* it still fires; it just won't be cancelled at stop */
-		if (!t)
-			nt->n = 0;
-		nt->cap = cap;
-		x->timers = t = nt;
-	}
-	t->h[t->n++] = h;
+	/* -ENOMEM: it still fires; it just won't be cancelled at stop. */
+	(void)ura__ids_push(&x->timers, h);
 }
 
 static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
@@ -556,11 +544,11 @@ static void cancel_actor_timers(ura_system *sys, struct ura__worker *w,
 		ura__timer_cancel(sys, w, x->rt);
 		x->rt = 0;
 	}
-	struct ura__atimers *t = x->timers;
+	struct ura__ids *t = x->timers;
 	if (!t)
 		return;
 	for (uint32_t i = 0; i < t->n; i++)
-		ura__timer_cancel(sys, w, t->h[i]); /* -ENOENT: already fired */
+		ura__timer_cancel(sys, w, t->v[i]); /* -ENOENT: already fired */
 	free(t);
 	x->timers = NULL;
 }
@@ -933,7 +921,7 @@ static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
 }
 
 /* Returns 0, or -ENOMEM (no side record): then the caller drops m. */
-static int stash_append(struct ura__actor *a, struct ura_msg *m)
+int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m)
 {
 	struct ura__actor_x *x = ax(a);
 	if (!x)
@@ -953,7 +941,7 @@ static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ur
 	if (r == (struct ura_msg *)&a->stub)
 		return;
 	if ((r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE &&
-	    stash_append(a, r) == 0)
+	    ura__actor_stash_append(a, r) == 0)
 		return;
 	ura__msg_free(&w->pool, r);
 }
@@ -1021,7 +1009,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 			m->flags &= (uint8_t)~URA__MF_STASH;
 			deliver(cx, m);
 			if (m->flags & URA__MF_STASH)
-				stash_append(a, m);
+				ura__actor_stash_append(a, m);
 			else
 				ura__msg_free(&cx->w->pool, m);
 			if (a->became && list) {
@@ -1031,7 +1019,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 				while (list) {
 					struct ura_msg *k = list;
 					list = atomic_load_explicit(&k->next, memory_order_relaxed);
-					stash_append(a, k);
+					ura__actor_stash_append(a, k);
 				}
 			}
 		}
@@ -1079,7 +1067,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 			 * until the mailbox is empty: nobody else will. */
 			if (a->state_kind == URA__A_ZOMBIE && m->kind == URA__MK_IO &&
 			    m->to_gen + 1 == own_gen(a) && io_untrack(a, m) == 0)
-				zombie_done(sys, w, a);
+				bury(sys, w, a, 1);
 			ura__inc(&w->st.dead_letters);
 			if (++n >= sys->batch)
 				break;
@@ -1245,35 +1233,11 @@ struct ura__actor_x *ura__actor_x(struct ura__actor *a)
 struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
 					  unsigned node, ura_ref *out)
 {
-	struct ura__actor *a = slot_take(sys, NULL);
-	if (!a)
-		return NULL;
-	free(a->x);
-	a->x = NULL;
-	void *state = NULL;
-	a->inline_state = cls->state_size <= sizeof a->inl;
-	if (a->inline_state) {
-		memset(a->inl, 0, sizeof a->inl);
-		state = cls->state_size ? a->inl : NULL;
-	} else if (!(state = calloc(1, cls->state_size))) {
-		slot_free(sys, NULL, a);
-		if (!ura__mb_mark_idle(&a->mb))
-			ura__schedule(sys, NULL, a);
-		return NULL;
-	}
-	a->cls = cls;
-	a->beh = cls->initial;
-	a->state = state;
-	a->stopping = a->became = 0;
-	a->snap_ph = atomic_load_explicit(&sys->snap_ph, memory_order_relaxed) & 1;
-	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
-	atomic_store_explicit(&a->last_worker, (uint16_t)sys->nodes[node].first,
-			      memory_order_relaxed);
-	a->state_kind = URA__A_ALIVE;
-	uint32_t gen = own_gen(a) + 1;
-	/* release: pairs with the acquire in make_msg, as in spawn. */
-	atomic_store_explicit(&a->gen, gen, memory_order_release);
-	*out = ura__ref_make(a->idx, gen);
+	struct ura__actor *a = incarnate(sys, NULL, cls, node, out);
+	/* relaxed: a restore fills a paused system; no snapshot is running
+	 * to move the phase. */
+	if (a)
+		a->snap_ph = atomic_load_explicit(&sys->snap_ph, memory_order_relaxed) & 1;
 	return a;
 }
 

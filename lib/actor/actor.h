@@ -9,7 +9,9 @@
 #ifndef URA_ACTOR_H
 #define URA_ACTOR_H
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "actor/mailbox.h"
 
@@ -74,24 +76,38 @@ struct ura__actor_x {
 	ura_value bound;
 	struct ura_msg *stash, *stash_tail; /* stashed messages, oldest first */
 	struct ura__pending *pending;       /* requests awaiting replies */
-	struct ura__atimers *timers;        /* delayed sends it armed */
+	struct ura__ids *timers;            /* delayed sends it armed */
 	int64_t rt;                         /* pending receive timeout, or 0 */
 	uint32_t next_req;
 	uint32_t rt_seq;                    /* receive-timeout generation */
-	struct ura__aio *io;                /* I/O operations in flight */
+	struct ura__ids *io;                /* I/O operations in flight */
 };
 
-/* Ids of an actor's I/O operations in flight (lib/io). */
-struct ura__aio {
+/* A growable list of 64-bit ids: the handles of an actor's delayed sends
+ * (cancelled when it stops), the ids of its I/O operations in flight. */
+struct ura__ids {
 	uint32_t n, cap;
-	int64_t id[];
+	int64_t v[];
 };
 
-/* Handles of an actor's delayed sends, cancelled when it stops. */
-struct ura__atimers {
-	uint32_t n, cap;
-	int64_t h[];
-};
+/* Appends v, growing the list (4, 8, 16, ...). 0 or -ENOMEM (then the list
+ * is as it was). */
+static inline int ura__ids_push(struct ura__ids **lp, int64_t v)
+{
+	struct ura__ids *l = *lp;
+	if (!l || l->n == l->cap) {
+		uint32_t cap = l ? l->cap * 2 : 4;
+		struct ura__ids *n = (struct ura__ids *)realloc(l, sizeof *l + cap * sizeof l->v[0]);
+		if (!n)
+			return -ENOMEM;
+		if (!l)
+			n->n = 0;
+		n->cap = cap;
+		*lp = l = n;
+	}
+	l->v[l->n++] = v;
+	return 0;
+}
 
 _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
 _Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");

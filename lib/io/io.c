@@ -468,6 +468,21 @@ URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg
 
 /* ---- the pool ------------------------------------------------------- */
 
+/* A finished job goes home to its owner: a stack the owner takes whole
+ * (ura__io_service). seq_cst: pairs with the owner's fence before it
+ * sleeps (worker_sleep, work_visible): either it sees the job, or the
+ * wake that follows sees it asleep. */
+static void done_push(struct ura__worker *w, struct ura__op *op)
+{
+	/* relaxed: only the CAS publishes. */
+	struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
+	do
+		op->next = old;
+	while (!atomic_compare_exchange_weak_explicit(&w->io.done, &old, op,
+						      memory_order_seq_cst,
+						      memory_order_relaxed));
+}
+
 static void *pool_main(void *arg)
 {
 	struct ura__pool_threads *pt = arg;
@@ -501,17 +516,8 @@ static void *pool_main(void *arg)
 		} else {
 			op->res = ura__epio_blocking(&op->rq);
 		}
-		/* Home to the owner: a stack it takes whole. seq_cst: pairs
-		 * with the owner's fence before it sleeps (worker_sleep):
-		 * either it sees the job, or ura__wake sees it asleep. */
 		struct ura__worker *w = &sys->workers[op->owner];
-		/* relaxed: only the CAS below publishes. */
-		struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
-		do
-			op->next = old;
-		while (!atomic_compare_exchange_weak_explicit(&w->io.done, &old, op,
-							      memory_order_seq_cst,
-							      memory_order_relaxed));
+		done_push(w, op);
 		ura__wake(NULL, w);
 		pthread_mutex_lock(&pt->lock);
 	}
@@ -571,12 +577,7 @@ static void to_pool(void *ctx, struct ura__ioreq *r)
 		/* relaxed: owner-only here (no pool thread ever saw it); the
 		 * owner pushes to its own stack, which it reads later. */
 		atomic_store_explicit(&r->job_state, URA__JOB_CANCELLED, memory_order_relaxed);
-		struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
-		do
-			op->next = old;
-		while (!atomic_compare_exchange_weak_explicit(&w->io.done, &old, op,
-							      memory_order_seq_cst,
-							      memory_order_relaxed));
+		done_push(w, op);
 		return;
 	}
 	op->next = NULL;
@@ -681,9 +682,9 @@ URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
 	if (!cx || id <= 0)
 		return -EINVAL;
 	struct ura__actor *a = ura__ctx_actor(cx);
-	struct ura__aio *l = a->x ? a->x->io : NULL;
+	struct ura__ids *l = a->x ? a->x->io : NULL;
 	for (uint32_t i = 0; l && i < l->n; i++)
-		if (l->id[i] == id) {
+		if (l->v[i] == id) {
 			cancel_id(ura__ctx_worker(cx), ura_ctx_system(cx), id);
 			return 0;
 		}
@@ -692,14 +693,14 @@ URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
 
 void ura__io_cancel_all(struct ura__worker *w, struct ura__actor *a)
 {
-	struct ura__aio *l = a->x ? a->x->io : NULL;
+	struct ura__ids *l = a->x ? a->x->io : NULL;
 	if (!l)
 		return;
 	/* Copy: a local cancel may complete an operation at once, and its
 	 * completion message only edits the list in a later turn anyway,
 	 * but the ids must be read before anything else runs. */
 	for (uint32_t i = 0; i < l->n; i++)
-		cancel_id(w, w->sys, l->id[i]);
+		cancel_id(w, w->sys, l->v[i]);
 }
 
 URA_API ura_io ura_io_id(const ura_msg *m)

@@ -253,6 +253,9 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a);
 struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
 					  unsigned node, ura_ref *out);
 struct ura__actor_x *ura__actor_x(struct ura__actor *a);
+/* Appends m to the actor's stash (oldest first); 0 or -ENOMEM (no side
+ * record). Token holder. */
+int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m);
 void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt);
 void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_destroy);
 /* The stamp of a message sent by a thread that is not running a turn:

@@ -451,12 +451,7 @@ static int fill_actor(struct restore *R, struct ractor *x)
 		if (!m)
 			return err;
 		m->flags |= URA__MF_STASH;
-		atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
-		if (ax->stash_tail)
-			atomic_store_explicit(&ax->stash_tail->next, m, memory_order_relaxed);
-		else
-			ax->stash = m;
-		ax->stash_tail = m;
+		ura__actor_stash_append(a, m); /* ax exists: cannot fail */
 	}
 	return 0;
 }
@@ -465,36 +460,19 @@ static int fill_actor(struct restore *R, struct ractor *x)
  * armed them. */
 static int track_timers(struct restore *R, struct ractor *x)
 {
-	uint32_t n = 0;
-	for (int pass = 0; pass < 2; pass++) {
-		struct ura__rd r = x->timers;
-		struct ura__atimers *t = NULL;
-		if (pass) {
-			if (!n)
-				return 0;
-			struct ura__actor_x *ax = ura__actor_x(x->a);
-			if (!ax)
-				return -ENOMEM;
-			uint32_t have = ax->timers ? ax->timers->n : 0;
-			t = realloc(ax->timers, sizeof *t + (have + n) * sizeof t->h[0]);
-			if (!t)
-				return -ENOMEM;
-			t->n = have;
-			t->cap = have + n;
-			ax->timers = t;
-		}
-		for (uint32_t i = 0; i < x->ntimers; i++) {
-			uint64_t old = ura__rd_u64(&r), h = 0;
-			(void)ura__rd_take(&r, 16);
-			struct ura__smsg skip;
-			ura__snap_get_msg(&r, &skip);
-			if (!ura__map_get(&R->timers, old, &h) || !h)
-				continue; /* its target was not in the snapshot */
-			if (pass)
-				t->h[t->n++] = (ura_timer)h;
-			else
-				n++;
-		}
+	struct ura__rd r = x->timers;
+	struct ura__actor_x *ax = NULL;
+	for (uint32_t i = 0; i < x->ntimers; i++) {
+		uint64_t old = ura__rd_u64(&r), h = 0;
+		(void)ura__rd_take(&r, 16);
+		struct ura__smsg skip;
+		ura__snap_get_msg(&r, &skip);
+		if (!ura__map_get(&R->timers, old, &h) || !h)
+			continue; /* its target was not in the snapshot */
+		if (!ax && !(ax = ura__actor_x(x->a)))
+			return -ENOMEM;
+		if (ura__ids_push(&ax->timers, (ura_timer)h) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }

@@ -264,7 +264,7 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 	uint32_t ntimers = 0;
 	uint64_t now = ura__now_ns();
 	for (uint32_t i = 0; x && x->timers && i < x->timers->n; i++) {
-		ura_timer h = x->timers->h[i];
+		ura_timer h = x->timers->v[i];
 		struct ura_msg *m;
 		uint64_t deadline;
 		ura_ref to;
@@ -710,6 +710,21 @@ static int write_file(const char *path, const struct ura__bytes *hdr,
 }
 
 /* Builds the file from what the workers and this thread recorded. */
+/* The lines gathered in b (the first REPORT_LINES of n), as one string
+ * the caller owns, with a count of the rest; NULL without memory. */
+static char *report_text(struct ura__bytes *b, uint64_t n)
+{
+	if (n > REPORT_LINES) {
+		char more[64];
+		snprintf(more, sizeof more, "\n... and %" PRIu64 " more", n - REPORT_LINES);
+		ura__b_put(b, more, strlen(more));
+	}
+	ura__b_u8(b, 0);
+	char *text = b->err ? NULL : (char *)b->p;
+	b->p = NULL;
+	return text;
+}
+
 static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char **skipped)
 {
 	ura_system *sys = S->sys;
@@ -722,26 +737,11 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 		gather_buf(&g, &sys->workers[i].snap.buf, S->id);
 	gather_buf(&g, &S->tbuf, S->id);
 	int rc = g.err ? g.err : atomic_load_explicit(&S->oom, memory_order_relaxed) ? -ENOMEM : 0;
-	if (g.nskips) {
-		if (g.nskips > REPORT_LINES) {
-			char more[64];
-			snprintf(more, sizeof more, "\n... and %" PRIu64 " more", g.nskips - REPORT_LINES);
-			ura__b_put(&g.skips, more, strlen(more));
-		}
-		ura__b_u8(&g.skips, 0);
-		*skipped = g.skips.err ? NULL : (char *)g.skips.p;
-		g.skips.p = NULL;
-	}
+	if (g.nskips)
+		*skipped = report_text(&g.skips, g.nskips);
 	info->nskipped = g.nskips;
 	if (g.nfails && !rc) {
-		if (g.nfails > REPORT_LINES) {
-			char more[64];
-			snprintf(more, sizeof more, "\n... and %" PRIu64 " more", g.nfails - REPORT_LINES);
-			ura__b_put(&g.fails, more, strlen(more));
-		}
-		ura__b_u8(&g.fails, 0);
-		*error = g.fails.err ? NULL : (char *)g.fails.p;
-		g.fails.p = NULL;
+		*error = report_text(&g.fails, g.nfails);
 		rc = -EINVAL;
 	}
 	struct ura__bytes hdr = { 0 }, body = { 0 }, tail = { 0 };
