@@ -691,10 +691,11 @@ URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 	if (!cx)
 		return -EINVAL;
 	struct ura_msg *m = cx->m;
-	if (!m || ura_ref_null(m->from) || m->kind == URA__MK_IO)
+	ura_ref to = m ? ura__msg_sender(m) : URA_NOREF;
+	if (ura_ref_null(to))
 		return -ESRCH;
 	int req = m->kind == URA__MK_REQUEST;
-	return send_msg(cx->sys, cx->w, ura__home(cx->a), self_ref(cx->a), m->from, tag, vals, n,
+	return send_msg(cx->sys, cx->w, ura__home(cx->a), self_ref(cx->a), to, tag, vals, n,
 			req ? URA__MK_RESPONSE : URA__MK_PLAIN, req ? m->req : 0);
 }
 
@@ -804,7 +805,7 @@ URA_API int ura_system_nodes(ura_system *sys)
 URA_API ura_ref ura_self(ura_ctx *cx) { return cx ? self_ref(cx->a) : URA_NOREF; }
 URA_API ura_ref ura_sender(ura_ctx *cx)
 {
-	return cx && cx->m && cx->m->kind != URA__MK_IO ? cx->m->from : URA_NOREF;
+	return cx && cx->m ? ura__msg_sender(cx->m) : URA_NOREF;
 }
 URA_API void *ura_state(ura_ctx *cx) { return cx ? cx->a->state : NULL; }
 URA_API ura_system *ura_ctx_system(ura_ctx *cx) { return cx ? cx->sys : NULL; }

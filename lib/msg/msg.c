@@ -346,8 +346,7 @@ void ura__msg_fill(struct ura_msg *m, ura_atom tag, ura_ref from,
 URA_API ura_atom ura_msg_tag(const ura_msg *m) { return m ? m->tag : 0; }
 URA_API ura_ref ura_msg_sender(const ura_msg *m)
 {
-	/* An I/O completion's `from` holds its operation id. */
-	return m && m->kind != URA__MK_IO ? m->from : URA_NOREF;
+	return m ? ura__msg_sender(m) : URA_NOREF;
 }
 URA_API unsigned ura_msg_count(const ura_msg *m) { return m ? m->n : 0; }
 URA_API const char *ura_msg_types(const ura_msg *m) { return m ? ura__msg_types(m) : ""; }

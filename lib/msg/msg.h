@@ -124,6 +124,13 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "ura_msg.sig doubles as a string on little-endian machines");
 _Static_assert(sizeof(struct ura_msg) == 48, "a one-value message fits 64 B");
 
+/* Who sent m: URA_NOREF for an I/O completion, whose `from` holds its
+ * operation id instead (the header has no other 64-bit room). */
+static inline ura_ref ura__msg_sender(const struct ura_msg *m)
+{
+	return m->kind == URA__MK_IO ? URA_NOREF : m->from;
+}
+
 static inline const char *ura__msg_types(const struct ura_msg *m)
 {
 	return m->n <= 7 ? (const char *)&m->sig : (const char *)&m->vals[m->n];
