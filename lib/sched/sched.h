@@ -52,7 +52,7 @@ struct ura__outbox {
 struct ura__wstats {
 	_Atomic uint64_t spawned, stopped, sent, received, unmatched, stashed,
 		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
-		timers_armed, timers_armed_ext, timers_fired, timers_cancelled,
+		timers_armed, timers_fired, timers_cancelled,
 		signals, steals_remote, cross_node, flushes, flushed,
 		io_submitted, io_completed;
 };

@@ -406,7 +406,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->sleeps += ura__ld(&s->sleeps);
 		out->wakeups += ura__ld(&s->wakeups);
 		out->ring_enters += ura__ld(&s->ring_enters);
-		out->timers_armed += ura__ld(&s->timers_armed) + ura__ld(&s->timers_armed_ext);
+		out->timers_armed += ura__ld(&s->timers_armed);
 		out->timers_fired += ura__ld(&s->timers_fired);
 		out->timers_cancelled += ura__ld(&s->timers_cancelled);
 		out->io_submitted += ura__ld(&s->io_submitted);
@@ -415,12 +415,10 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 	}
 	out->io_inflight = out->io_submitted > out->io_completed ?
 				   out->io_submitted - out->io_completed : 0;
-	/* Armed from outside but not yet adopted by a worker count too. */
-	uint64_t ext = atomic_load_explicit(&sys->ext_timers_armed, memory_order_relaxed);
-	uint64_t adopted = 0;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		adopted += ura__ld(&sys->workers[i].st.timers_armed_ext);
-	out->timers_armed += ext > adopted ? ext - adopted : 0;
+	/* Armed from outside: counted once, when armed. (Summing workers'
+	 * adoptions and subtracting them from this again raced an adoption
+	 * between the two reads, and undercounted.) */
+	out->timers_armed += atomic_load_explicit(&sys->ext_timers_armed, memory_order_relaxed);
 	uint64_t done = out->timers_fired + out->timers_cancelled;
 	out->timers_pending = out->timers_armed > done ? out->timers_armed - done : 0;
 	out->spawned += atomic_load_explicit(&sys->ext_spawned, memory_order_relaxed);

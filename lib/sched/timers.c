@@ -256,7 +256,6 @@ static void drain_stacks(struct ura__worker *w)
 		/* Cancelled before adoption: leave it out of the wheel. */
 		if ((atomic_load_explicit(&r->state, memory_order_acquire) & 3) == URA__T_ARMED)
 			wheel_add(T, r);
-		ura__inc(&w->st.timers_armed_ext);
 	}
 	while (c) {
 		struct ura__trec *r = c;
