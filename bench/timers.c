@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * timers.c - the per-worker timing wheel alone (lib/ring/wheel.c), on a
+ * timers.c - the per-worker timing wheel alone (lib/time/wheel.c), on a
  * simulated clock, so that only the data structure is measured.
  *
  * For 1k, 100k and 1M pending timers, each in a 64-byte record (a delayed
@@ -14,7 +14,7 @@
  * Each figure is the median of --runs (default 5). bytes_per_timer is
  * the timer node plus the wheel's fixed size shared out.
  *
- * Build: gcc -O2 -std=c11 -D_GNU_SOURCE -Ilib/include -Ilib bench/timers.c lib/ring/wheel.c -o /tmp/timers
+ * Build: gcc -O2 -std=c11 -D_GNU_SOURCE -Ilib/include -Ilib bench/timers.c lib/time/wheel.c -o /tmp/timers
  * Run:   /tmp/timers [--runs 5] [--range-ms 10000] [--tick-ns 1024]
  */
 #include <stdint.h>
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ring/wheel.h"
+#include "time/wheel.h"
 
 #define T0 ((uint64_t)1000000000000ull) /* a clock that has run a while */
 

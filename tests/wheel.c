@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The timing wheel alone (lib/ring/wheel.c), on a simulated clock: the
+ * The timing wheel alone (lib/time/wheel.c), on a simulated clock: the
  * checks are about which timers fire at which "now", so real time would
  * only make them slow and flaky. The one wall-clock check is that
  * crossing a long idle stretch costs nothing like the ticks it spans.
  */
 #include "tap.h"
 
-#include "ring/wheel.h"
+#include "time/wheel.h"
 
 #define TICK 1024u /* a power of two, so the requested tick is the tick */
 #define T0 ((uint64_t)1000 * URA_SEC) /* a clock that has run a while */

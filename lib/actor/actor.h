@@ -1,21 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Actors live in slots of a table that only grows. A slot is reused by later
- * incarnations (each with a new generation) but never freed before the
- * system, so a stale ref always finds valid memory: the generation check
- * turns it into -ESRCH, and a send that races the stop carries the old
- * generation in the message, which the receiver drops as a dead letter.
+ * The actor layer's internal interface: lifecycle (actor/lifecycle.c),
+ * the turn and dispatch (turn.c), behaviors (behavior.c), requests
+ * (request.c). Handlers see all of it through ura.h's calls.
  */
 #ifndef URA_ACTOR_H
 #define URA_ACTOR_H
 
-#include <errno.h>
-#include <stddef.h>
-#include <stdlib.h>
+#include <string.h>
 
-#include "actor/mailbox.h"
-
-struct ura__worker;
+#include "core/core.h"
 
 /* A pending request's continuation (request/response). */
 struct ura__pending {
@@ -26,108 +20,63 @@ struct ura__pending {
 	uint32_t id;
 };
 
-enum {
-	URA__A_FREE = 0, /* no incarnation (never spawned, or stopped) */
-	URA__A_ALIVE = 1,
-	/* Stopped with I/O in flight: its ref is stale, its operations are
-	 * being cancelled, and its destroy callback waits for their final
-	 * completions (the kernel may still write to its buffers). */
-	URA__A_ZOMBIE = 2,
-};
-
-struct ura__actor {
-	struct ura__mailbox mb;
-	/* The stub node of an actor that never received a message. */
-	_Atomic(struct ura_msg *) stub;
-	/* Odd while alive: bumped at spawn and at stop. Read by senders
-	 * (acquire), written by the token holder (release). */
-	_Atomic uint32_t gen;
-	uint32_t idx;
-	/* Fields below: only the token holder. */
-	uint8_t state_kind;      /* URA__A_* */
-	uint8_t stopping;        /* ura_stop() called in this turn */
-	uint8_t became;          /* become in this turn: re-deliver stash */
-	uint8_t inline_state : 1;  /* state lives in `inl` */
-	uint8_t snap_ph : 1;       /* phase parity it was captured in (lib/snap) */
-	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
-	/* The node it lives on (placement). Written at spawn by the token
-	 * holder, read by senders that do not hold the token (routing):
-	 * relaxed, since a read that races a respawn of the slot only
-	 * misroutes a message the generation check turns into a dead letter. */
-	_Atomic uint16_t home_node;
-	const ura_class *cls;
-	/* States up to this size live here: no second allocation, and an
-	 * idle actor with a small state fits in two cache lines. Aligned as
-	 * malloc aligns (max_align_t), so any state type fits. */
-	_Alignas(16) unsigned char inl[40];
-	const ura_behavior *beh;
-	void *state;                 /* `inl`, or a heap block for big states */
-	struct ura__actor *link;     /* run-queue overflow or inject queue */
-	struct ura__actor *free_link; /* free-slot list (a separate link: a
-	                                 free slot can still be scheduled by
-	                                 a stale send, see ura__actor_turn) */
-	struct ura__actor_x *x;      /* what few actors use; NULL until then */
-};
-
-/* The parts of an actor most never use (bound values, stash, requests,
- * timers), allocated on first use and freed when it stops: the slot stays
- * at 128 bytes (bench/actor_creation's bytes per idle actor). */
-struct ura__actor_x {
-	ura_value bound;
-	struct ura_msg *stash, *stash_tail; /* stashed messages, oldest first */
-	struct ura__pending *pending;       /* requests awaiting replies */
-	struct ura__ids *timers;            /* delayed sends it armed */
-	int64_t rt;                         /* pending receive timeout, or 0 */
-	uint32_t next_req;
-	uint32_t rt_seq;                    /* receive-timeout generation */
-	struct ura__ids *io;                /* I/O operations in flight */
-};
-
-/* A growable list of 64-bit ids: the handles of an actor's delayed sends
- * (cancelled when it stops), the ids of its I/O operations in flight. */
-struct ura__ids {
-	uint32_t n, cap;
-	int64_t v[];
-};
-
-/* Appends v, growing the list (4, 8, 16, ...). 0 or -ENOMEM (then the list
- * is as it was). */
-static inline int ura__ids_push(struct ura__ids **lp, int64_t v)
+/* Does case c take message m: tag, signature, guard? Inline: dispatch
+ * runs it for every case it tries, and loops (URA_BEHAVIOR_UNTIL) match
+ * exactly as dispatch does. */
+static inline int ura__case_matches(const ura_case *c, ura_ctx *cx, const struct ura_msg *m)
 {
-	struct ura__ids *l = *lp;
-	if (!l || l->n == l->cap) {
-		uint32_t cap = l ? l->cap * 2 : 4;
-		struct ura__ids *n = (struct ura__ids *)realloc(l, sizeof *l + cap * sizeof l->v[0]);
-		if (!n)
-			return -ENOMEM;
-		if (!l)
-			n->n = 0;
-		n->cap = cap;
-		*lp = l = n;
+	if (c->tag && c->tag != m->tag)
+		return 0;
+	uint64_t s = c->sig_;
+	if (ura__likely(s & URA__SIG_TYPED)) {
+		if (ura__unlikely(s & URA__SIG_LONG)) {
+			if (m->sig != URA__SIG_LONG || strcmp(c->types, ura__msg_types(m)))
+				return 0;
+		} else if ((s & ~URA__SIG_TYPED) != m->sig) {
+			return 0;
+		}
+	} else if (c->types && strcmp(c->types, ura__msg_types(m))) {
+		return 0; /* a case written without URA_ON */
 	}
-	l->v[l->n++] = v;
-	return 0;
+	return !c->guard || c->guard(cx, m, c->guard_arg);
 }
 
-_Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
-_Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");
+/* lifecycle.c */
+/* Ends the incarnation (token held): timers, requests, stash, I/O; then
+ * buries it, or leaves a zombie while its I/O is in flight. */
+void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy);
+/* The incarnation's last act: destroy callback, memory, counters, slot. */
+void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy);
+/* Frees what a slot still holds at system destroy; returns the number of
+ * messages that were never handled. */
+uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a);
+/* For lib/snap/restore.c: an actor made from a snapshot record (zeroed
+ * state, no init), returned with its token held; then either done
+ * (receive timeout re-armed if rt, token given up) or aborted (stopped,
+ * destroy callback if it was filled in). */
+struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
+					  unsigned node, ura_ref *out);
+void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt);
+void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_destroy);
 
-static inline unsigned ura__home(struct ura__actor *a)
-{
-	return atomic_load_explicit(&a->home_node, memory_order_relaxed);
-}
+/* turn.c */
+/* Runs a's turn on w: up to a batch of messages (w holds a's token). */
+void ura__actor_turn(struct ura__worker *w, struct ura__actor *a);
+/* (Re)arms the receive timeout of a's current behavior. */
+void ura__rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+/* Appends m to a's stash (oldest first); 0 or -ENOMEM (no side record).
+ * Token holder. */
+int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m);
 
-/* Slots come in chunks; chunk pointers never move. */
-#define URA__CHUNK_SHIFT 10
-#define URA__CHUNK (1u << URA__CHUNK_SHIFT)
-#define URA__MAX_CHUNKS (1u << 16) /* 64 Mi actor slots */
+/* behavior.c */
+/* 0, or -EINVAL: what ura_behavior_check says. */
+int ura__behavior_check(const ura_behavior *b);
 
-static inline ura_ref ura__ref_make(uint32_t idx, uint32_t gen)
-{
-	ura_ref r = { ((uint64_t)gen << 32) | idx };
-	return r;
-}
-static inline uint32_t ura__ref_idx(ura_ref r) { return (uint32_t)r.id; }
-static inline uint32_t ura__ref_gen(ura_ref r) { return (uint32_t)(r.id >> 32); }
+/* request.c */
+/* A reply or a request's deadline reached a: runs the continuation and
+ * returns 1, or returns 0 (no pending request of that id). */
+int ura__request_done(ura_ctx *cx, struct ura_msg *m);
+/* The actor stops: its pending requests are dropped, deadlines cancelled. */
+void ura__requests_drop(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 
 #endif

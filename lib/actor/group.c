@@ -16,14 +16,14 @@
 #include <string.h>
 
 #include "actor/group.h"
-#include "sched/sched.h"
+#include "core/post.h"
 
 #define EMPTY 0u
 #define TOMB 1u /* ref ids are >= 2^32 + 1 (odd generation), never 0 or 1 */
 
 static int set_grow(struct ura_group *g, uint32_t cap)
 {
-	uint64_t *t = calloc(cap, sizeof *t);
+	uint64_t *t = ura__calloc(cap, sizeof *t);
 	if (!t)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < g->cap; i++) {
@@ -85,18 +85,18 @@ static void prune(struct ura_group *g)
 
 static int group_make(ura_system *sys, const char *name, struct ura_group **out)
 {
-	struct ura_group *g = calloc(1, sizeof *g);
+	struct ura_group *g = ura__calloc(1, sizeof *g);
 	if (!g)
 		return -ENOMEM;
-	if (name && !(g->name = strdup(name))) {
+	if (name && !(g->name = ura__strdup(name))) {
 		free(g);
 		return -ENOMEM;
 	}
 	g->sys = sys;
 	pthread_rwlock_init(&g->lock, NULL);
-	g->next = sys->groups;
-	sys->groups = g;
-	g->id = ++sys->group_ids;
+	g->next = sys->groups->list;
+	sys->groups->list = g;
+	g->id = ++sys->groups->ids;
 	*out = g;
 	return 0;
 }
@@ -105,9 +105,9 @@ URA_API int ura_group_new(ura_system *sys, ura_group **out)
 {
 	if (!sys || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&sys->group_lock);
+	pthread_mutex_lock(&sys->groups->lock);
 	int rc = group_make(sys, NULL, out);
-	pthread_mutex_unlock(&sys->group_lock);
+	pthread_mutex_unlock(&sys->groups->lock);
 	return rc;
 }
 
@@ -115,16 +115,16 @@ URA_API int ura_group_named(ura_system *sys, const char *name, ura_group **out)
 {
 	if (!sys || !out || !name || !*name)
 		return -EINVAL;
-	pthread_mutex_lock(&sys->group_lock);
-	for (struct ura_group *g = sys->groups; g; g = g->next) {
+	pthread_mutex_lock(&sys->groups->lock);
+	for (struct ura_group *g = sys->groups->list; g; g = g->next) {
 		if (g->name && !strcmp(g->name, name)) {
 			*out = g;
-			pthread_mutex_unlock(&sys->group_lock);
+			pthread_mutex_unlock(&sys->groups->lock);
 			return 0;
 		}
 	}
 	int rc = group_make(sys, name, out);
-	pthread_mutex_unlock(&sys->group_lock);
+	pthread_mutex_unlock(&sys->groups->lock);
 	return rc;
 }
 
@@ -146,23 +146,36 @@ URA_API int ura_group_free(ura_group *g)
 	if (!g)
 		return -EINVAL;
 	ura_system *sys = g->sys;
-	pthread_mutex_lock(&sys->group_lock);
-	struct ura_group **pp = &sys->groups;
+	pthread_mutex_lock(&sys->groups->lock);
+	struct ura_group **pp = &sys->groups->list;
 	while (*pp && *pp != g)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = g->next;
-	pthread_mutex_unlock(&sys->group_lock);
+	pthread_mutex_unlock(&sys->groups->lock);
 	group_free(g);
 	return 0;
 }
 
-void ura__groups_destroy(ura_system *sys)
+int ura__groups_init(ura_system *sys)
 {
-	for (struct ura_group *g = sys->groups, *n; g; g = n) {
+	sys->groups = ura__calloc(1, sizeof *sys->groups);
+	if (!sys->groups)
+		return -ENOMEM;
+	pthread_mutex_init(&sys->groups->lock, NULL);
+	return 0;
+}
+
+void ura__groups_fini(ura_system *sys)
+{
+	if (!sys->groups)
+		return;
+	for (struct ura_group *g = sys->groups->list, *n; g; g = n) {
 		n = g->next;
 		group_free(g);
 	}
+	pthread_mutex_destroy(&sys->groups->lock);
+	free(sys->groups);
 	sys->groups = NULL;
 }
 
@@ -222,7 +235,7 @@ URA_API long ura_group_size(ura_group *g)
 	return n;
 }
 
-long ura__group_send(ura_group *g, struct ura__worker *w, ura_ref from,
+static long group_send(ura_group *g, struct ura__worker *w, ura_ref from,
 		     ura_atom tag, const ura_value *vals, unsigned n)
 {
 	if (!g)
@@ -247,4 +260,20 @@ long ura__group_send(ura_group *g, struct ura__worker *w, ura_ref from,
 	}
 	pthread_rwlock_unlock(&g->lock);
 	return err ? err : reached;
+}
+
+URA_API long ura_send_groupv_ctx(ura_ctx *cx, ura_group *g, ura_atom tag,
+				 const ura_value *vals, unsigned n)
+{
+	if (!cx || !g || g->sys != cx->sys)
+		return -EINVAL;
+	return group_send(g, cx->w, ura__self_ref(cx->a), tag, vals, n);
+}
+
+URA_API long ura_send_groupv_sys(ura_system *sys, ura_group *g, ura_atom tag,
+				 const ura_value *vals, unsigned n)
+{
+	if (!sys || !g || g->sys != sys)
+		return -EINVAL;
+	return group_send(g, ura__thread_worker(sys), URA_NOREF, tag, vals, n);
 }

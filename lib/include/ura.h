@@ -84,7 +84,8 @@ URA_API int ura_atom_from(const char *name, ura_atom *out);
 /* Text for a -errno value returned by any ura call (or a positive errno). */
 URA_API const char *ura_strerror(int err);
 
-enum ura_log_level { URA_LOG_ERROR, URA_LOG_WARN, URA_LOG_INFO, URA_LOG_DEBUG };
+/* 0 in ura_config.log_level means the default (warn). */
+enum ura_log_level { URA_LOG_ERROR = 1, URA_LOG_WARN, URA_LOG_INFO, URA_LOG_DEBUG };
 /* Called from any thread, possibly concurrently; msg has no newline. */
 typedef void ura_log_fn(void *ud, int level, const char *msg);
 

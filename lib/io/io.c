@@ -19,13 +19,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/post.h"
 #include "io/io.h"
-#include "ring/epoll_io.h"
-#include "sched/sched.h"
+#include "io/op.h"
+#include "io/pool.h"
 
-#define OPS_SHIFT 10
-#define OPS_CHUNK (1u << OPS_SHIFT)
-#define OPS_MAX_CHUNKS (1u << 14)   /* 16 Mi operations per worker */
 #define IOV_MAX_URA 64
 
 /* Ids: worker (10 bits) | generation (29) | index (24); positive. */
@@ -39,7 +37,7 @@ static struct ura__op *op_get(struct ura__io *io, uint32_t idx)
 {
 	if (idx >= io->hwm)
 		return NULL;
-	return &io->chunks[idx >> OPS_SHIFT][idx & (OPS_CHUNK - 1)];
+	return &io->chunks[idx >> URA__OPS_SHIFT][idx & (URA__OPS_CHUNK - 1)];
 }
 
 /* Owner: the live record of `id`, or NULL (completed, or never). */
@@ -47,34 +45,34 @@ static struct ura__op *op_find(struct ura__worker *w, int64_t id)
 {
 	uint32_t idx = (uint32_t)id & 0xffffff;
 	uint32_t gen = (uint32_t)((uint64_t)id >> 24) & 0x1fffffff;
-	struct ura__op *op = op_get(&w->io, idx);
+	struct ura__op *op = op_get(w->io, idx);
 	return op && op->live && (op->gen & 0x1fffffff) == gen ? op : NULL;
 }
 
 static struct ura__op *op_alloc(struct ura__worker *w)
 {
-	struct ura__io *io = &w->io;
+	struct ura__io *io = w->io;
 	struct ura__op *op = io->free;
 	if (op) {
 		io->free = op->next;
 	} else {
-		if ((io->hwm & (OPS_CHUNK - 1)) == 0) {
-			uint32_t c = io->hwm >> OPS_SHIFT;
-			if (c >= OPS_MAX_CHUNKS)
+		if ((io->hwm & (URA__OPS_CHUNK - 1)) == 0) {
+			uint32_t c = io->hwm >> URA__OPS_SHIFT;
+			if (c >= URA__OPS_MAX_CHUNKS)
 				return NULL;
 			if (c >= io->nchunks) {
 				uint32_t n = io->nchunks ? io->nchunks * 2 : 16;
-				struct ura__op **nc = realloc(io->chunks, n * sizeof *nc);
+				struct ura__op **nc = ura__realloc(io->chunks, n * sizeof *nc);
 				if (!nc)
 					return NULL;
 				io->chunks = nc;
 				io->nchunks = n;
 			}
-			io->chunks[c] = calloc(OPS_CHUNK, sizeof **io->chunks);
+			io->chunks[c] = ura__calloc(URA__OPS_CHUNK, sizeof **io->chunks);
 			if (!io->chunks[c])
 				return NULL;
 		}
-		op = &io->chunks[io->hwm >> OPS_SHIFT][io->hwm & (OPS_CHUNK - 1)];
+		op = &io->chunks[io->hwm >> URA__OPS_SHIFT][io->hwm & (URA__OPS_CHUNK - 1)];
 		op->idx = io->hwm++;
 		op->owner = (uint16_t)w->id;
 	}
@@ -96,8 +94,8 @@ static void op_free(struct ura__worker *w, struct ura__op *op)
 	free(op->own);
 	op->own = NULL;
 	op->live = 0;
-	op->next = w->io.free;
-	w->io.free = op;
+	op->next = w->io->free;
+	w->io->free = op;
 }
 
 /* ---- completion ----------------------------------------------------- */
@@ -113,14 +111,14 @@ static void deliver(struct ura__worker *w, struct ura__op *op, struct ura_msg *m
 	if (more)
 		m->flags |= URA__MF_MORE;
 	op->delivered = 1;
-	if (w->io.exiting) {
+	if (w->io->exiting) {
 		/* The system is going down: nobody will handle it. Counted
 		 * as received so the books balance. */
 		ura__msg_free(&w->pool, m);
 		ura__inc(&w->st.received);
 		return;
 	}
-	ura__deliver_timer(w, op->actor, m);
+	ura__post_made(w, op->actor, m);
 }
 
 static void resubmit(struct ura__worker *w, struct ura__op *op);
@@ -136,7 +134,7 @@ static void deliver_extra(struct ura__worker *w, struct ura__op *op, int64_t res
 		 * rather than leaked (as with EMFILE). */
 		if (res >= 0)
 			close((int)res);
-		ura__log(w->sys, URA_LOG_ERROR, "accept: connection dropped: %s",
+		ura__log(&w->sys->log, URA_LOG_ERROR, "accept: connection dropped: %s",
 			 ura_strerror(-ENOMEM));
 		return;
 	}
@@ -156,7 +154,7 @@ static void attempt_done(struct ura__worker *w, struct ura__op *op, int64_t res)
 	int op_kind = op->rq.op;
 	if ((op_kind == URA_IO_WRITE || op_kind == URA_IO_SEND) && res >= 0) {
 		op->done += (size_t)res;
-		if (res > 0 && (size_t)res < op->rq.len && !w->io.exiting) {
+		if (res > 0 && (size_t)res < op->rq.len && !w->io->exiting) {
 			/* A short write: the rest goes out before we report,
 			 * so the caller sees all of it or an error. */
 			op->rq.buf = (char *)op->rq.buf + res;
@@ -170,7 +168,7 @@ static void attempt_done(struct ura__worker *w, struct ura__op *op, int64_t res)
 	}
 	/* An error after some bytes went out: the error wins; the caller
 	 * must not assume any of it arrived. */
-	if (op->rearm && !w->io.exiting &&
+	if (op->rearm && !w->io->exiting &&
 	    (res >= 0 || res == -ECONNABORTED || res == -EINTR || res == -EAGAIN)) {
 		/* Accept without kernel multishot (or a multishot the kernel
 		 * ended): deliver and go again. */
@@ -233,8 +231,6 @@ static void on_io(void *ctx, struct ura__ioreq *r, int res, int more, int timer)
 	attempt_done(w, op, op->first_res);
 }
 
-/* ura__pool_cb: the epoll backend hands a blocking call to the pool. */
-static void to_pool(void *ctx, struct ura__ioreq *r);
 
 /* ---- submit --------------------------------------------------------- */
 
@@ -318,7 +314,7 @@ static struct ura_msg *make_completion(struct ura__worker *w, struct ura__actor 
  * start one, takes a record and makes its completion message. */
 static int op_begin(ura_ctx *cx, ura_atom tag, const ura_io_req *r, struct ura__op **out)
 {
-	struct ura__worker *w = ura__ctx_worker(cx);
+	struct ura__worker *w = cx->w;
 	/* An init callback run by ura_spawn_sys has no worker, so no ring:
 	 * start I/O from a handler (send yourself a message from init). */
 	if (!w)
@@ -330,7 +326,7 @@ static int op_begin(ura_ctx *cx, ura_atom tag, const ura_io_req *r, struct ura__
 	struct ura__op *op = op_alloc(w);
 	if (!op)
 		return -ENOMEM;
-	op->m = make_completion(w, ura__ctx_actor(cx), r, tag, op_id(op));
+	op->m = make_completion(w, cx->a, r, tag, op_id(op));
 	if (!op->m) {
 		op_free(w, op);
 		return -ENOMEM;
@@ -350,14 +346,17 @@ static void op_abort(struct ura__worker *w, struct ura__op *op)
  * completion counted as sent (see the top). Returns its id or -errno. */
 static int64_t op_commit(ura_ctx *cx, struct ura__op *op, ura_atom tag, unsigned ncqe)
 {
-	struct ura__worker *w = ura__ctx_worker(cx);
+	struct ura__worker *w = cx->w;
 	int64_t id = op_id(op);
-	int rc = ura__actor_io_track(ura__ctx_actor(cx), id);
+	/* The actor's list of operations in flight is ours (io/): its stop
+	 * cancels them, and its turn untracks each final completion. */
+	struct ura__actor_x *x = ura__actor_x(cx->a);
+	int rc = x ? ura__ids_push(&x->io, id) : -ENOMEM;
 	if (rc < 0) {
 		op_abort(w, op);
 		return rc;
 	}
-	op->actor = ura_self(cx);
+	op->actor = ura__self_ref(cx->a);
 	op->tag = tag;
 	op->ncqe = (uint8_t)ncqe;
 	ura__inc(&w->st.sent);
@@ -373,7 +372,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 	struct ura__op *op = NULL;
 	if (rc < 0 || (rc = op_begin(cx, tag, r, &op)) < 0)
 		return rc;
-	struct ura__worker *w = ura__ctx_worker(cx);
+	struct ura__worker *w = cx->w;
 	struct ura__ioreq *q = &op->rq;
 	q->op = r->op;
 	q->fd = r->fd;
@@ -391,7 +390,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 		/* Copied, like the values of a send: the caller's buffer is
 		 * free again when we return. */
 		if (r->len) {
-			op->own = malloc(r->len);
+			op->own = ura__malloc(r->len);
 			if (!op->own)
 				rc = -ENOMEM;
 			else
@@ -402,7 +401,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 	case URA_IO_READV: case URA_IO_WRITEV:
 		/* The array is copied; the memory it points at is the
 		 * actor's, pinned until the completion (or its destroy). */
-		op->own = malloc((size_t)r->iovcnt * sizeof(struct iovec));
+		op->own = ura__malloc((size_t)r->iovcnt * sizeof(struct iovec));
 		if (!op->own) {
 			rc = -ENOMEM;
 			break;
@@ -412,7 +411,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 		q->iovcnt = r->iovcnt;
 		break;
 	case URA_IO_OPENAT:
-		op->own = strdup(r->path);
+		op->own = ura__strdup(r->path);
 		if (!op->own)
 			rc = -ENOMEM;
 		q->path = op->own;
@@ -462,171 +461,8 @@ URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg
 		return id;
 	/* relaxed: the pool's mutex publishes it with the job. */
 	atomic_store_explicit(&op->rq.job_state, URA__JOB_QUEUED, memory_order_relaxed);
-	to_pool(ura__ctx_worker(cx), &op->rq);
+	ura__pool_queue(cx->w, &op->rq);
 	return id;
-}
-
-/* ---- the pool ------------------------------------------------------- */
-
-/* A finished job goes home to its owner: a stack the owner takes whole
- * (ura__io_service). seq_cst: pairs with the owner's fence before it
- * sleeps (worker_sleep, work_visible): either it sees the job, or the
- * wake that follows sees it asleep. */
-static void done_push(struct ura__worker *w, struct ura__op *op)
-{
-	/* relaxed: only the CAS publishes. */
-	struct ura__op *old = atomic_load_explicit(&w->io.done, memory_order_relaxed);
-	do
-		op->next = old;
-	while (!atomic_compare_exchange_weak_explicit(&w->io.done, &old, op,
-						      memory_order_seq_cst,
-						      memory_order_relaxed));
-}
-
-static void *pool_main(void *arg)
-{
-	struct ura__pool_threads *pt = arg;
-	ura_system *sys = pt->sys;
-	/* Blocking calls may be interrupted; signals ura delivers as
-	 * messages are never ours to take. */
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	pthread_mutex_lock(&pt->lock);
-	for (;;) {
-		while (!pt->head && !pt->stop)
-			pthread_cond_wait(&pt->cond, &pt->lock);
-		if (!pt->head)
-			break; /* stop, and nothing queued */
-		struct ura__op *op = pt->head;
-		pt->head = op->next;
-		if (!pt->head)
-			pt->tail = NULL;
-		pthread_mutex_unlock(&pt->lock);
-		if (op->rq.op == URA__OP_OFFLOAD) {
-			int q = URA__JOB_QUEUED;
-			/* acq_rel: pairs with a cancel's CAS (ura_io_cancel). */
-			if (atomic_compare_exchange_strong_explicit(&op->rq.job_state, &q,
-								    URA__JOB_RUNNING,
-								    memory_order_acq_rel,
-								    memory_order_acquire))
-				op->res = op->fn(op->arg);
-			else
-				op->res = -ECANCELED;
-		} else {
-			op->res = ura__epio_blocking(&op->rq);
-		}
-		struct ura__worker *w = &sys->workers[op->owner];
-		done_push(w, op);
-		ura__wake(NULL, w);
-		pthread_mutex_lock(&pt->lock);
-	}
-	pthread_mutex_unlock(&pt->lock);
-	return NULL;
-}
-
-static int pool_start(ura_system *sys, struct ura__pool_threads *pt)
-{
-	pt->threads = calloc(pt->want, sizeof *pt->threads);
-	if (!pt->threads)
-		return -ENOMEM;
-	/* The node's CPUs, so the pool's memory traffic stays home. */
-	cpu_set_t set;
-	CPU_ZERO(&set);
-	int any = 0;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		if (sys->workers[i].node == pt->node && sys->workers[i].cpu >= 0) {
-			CPU_SET(sys->workers[i].cpu, &set);
-			any = 1;
-		}
-	for (unsigned i = 0; i < pt->want; i++) {
-		pthread_attr_t at;
-		pthread_attr_init(&at);
-		if (any && !sys->simulated)
-			pthread_attr_setaffinity_np(&at, sizeof set, &set);
-		int rc = pthread_create(&pt->threads[i], &at, pool_main, pt);
-		pthread_attr_destroy(&at);
-		if (rc) {
-			if (!pt->n)
-				return -rc;
-			break; /* fewer threads, still a pool */
-		}
-		pt->n++;
-	}
-	return 0;
-}
-
-static void to_pool(void *ctx, struct ura__ioreq *r)
-{
-	struct ura__worker *w = ctx;
-	struct ura__op *op = (struct ura__op *)r;
-	struct ura__pool_threads *pt = &w->sys->pools[w->node];
-	pthread_mutex_lock(&pt->lock);
-	if (!pt->started) {
-		/* Started on first use: most programs never offload. */
-		pt->started = 1;
-		int rc = pool_start(w->sys, pt);
-		if (rc < 0)
-			ura__log(w->sys, URA_LOG_ERROR, "node %u: pool threads: %s", pt->node,
-				 ura_strerror(rc));
-	}
-	if (!pt->n) {
-		pthread_mutex_unlock(&pt->lock);
-		/* No thread to run it: it fails, as a completion. */
-		op->res = -EAGAIN;
-		/* relaxed: owner-only here (no pool thread ever saw it); the
-		 * owner pushes to its own stack, which it reads later. */
-		atomic_store_explicit(&r->job_state, URA__JOB_CANCELLED, memory_order_relaxed);
-		done_push(w, op);
-		return;
-	}
-	op->next = NULL;
-	if (pt->tail)
-		pt->tail->next = op;
-	else
-		pt->head = op;
-	pt->tail = op;
-	pthread_cond_signal(&pt->cond);
-	pthread_mutex_unlock(&pt->lock);
-}
-
-int ura__pools_init(ura_system *sys, unsigned threads)
-{
-	sys->pools = calloc(sys->nnodes, sizeof *sys->pools);
-	if (!sys->pools)
-		return -ENOMEM;
-	for (unsigned i = 0; i < sys->nnodes; i++) {
-		struct ura__pool_threads *pt = &sys->pools[i];
-		pthread_mutex_init(&pt->lock, NULL);
-		pthread_cond_init(&pt->cond, NULL);
-		pt->want = threads;
-		pt->sys = sys;
-		pt->node = i;
-	}
-	return 0;
-}
-
-void ura__pools_fini(ura_system *sys)
-{
-	if (!sys->pools)
-		return;
-	for (unsigned i = 0; i < sys->nnodes; i++) {
-		struct ura__pool_threads *pt = &sys->pools[i];
-		pthread_mutex_lock(&pt->lock);
-		pt->stop = 1;
-		/* Jobs not started are dropped (their records go with the
-		 * workers' tables); running ones finish first. */
-		pt->head = pt->tail = NULL;
-		pthread_cond_broadcast(&pt->cond);
-		pthread_mutex_unlock(&pt->lock);
-		for (unsigned k = 0; k < pt->n; k++)
-			pthread_join(pt->threads[k], NULL);
-		free(pt->threads);
-		pthread_mutex_destroy(&pt->lock);
-		pthread_cond_destroy(&pt->cond);
-	}
-	free(sys->pools);
-	sys->pools = NULL;
 }
 
 /* ---- cancel --------------------------------------------------------- */
@@ -658,22 +494,22 @@ static void cancel_id(struct ura__worker *self, ura_system *sys, int64_t id)
 		cancel_local(w, id);
 		return;
 	}
-	pthread_mutex_lock(&w->io.cancel_lock);
-	if (w->io.ncancel == w->io.capcancel) {
-		unsigned cap = w->io.capcancel ? w->io.capcancel * 2 : 16;
-		uint64_t *n = realloc(w->io.cancels, cap * sizeof *n);
+	pthread_mutex_lock(&w->io->cancel_lock);
+	if (w->io->ncancel == w->io->capcancel) {
+		unsigned cap = w->io->capcancel ? w->io->capcancel * 2 : 16;
+		uint64_t *n = ura__realloc(w->io->cancels, cap * sizeof *n);
 		if (!n) {
-			pthread_mutex_unlock(&w->io.cancel_lock);
-			ura__log(sys, URA_LOG_ERROR, "I/O cancel lost: %s", ura_strerror(-ENOMEM));
+			pthread_mutex_unlock(&w->io->cancel_lock);
+			ura__log(&sys->log, URA_LOG_ERROR, "I/O cancel lost: %s", ura_strerror(-ENOMEM));
 			return;
 		}
-		w->io.cancels = n;
-		w->io.capcancel = cap;
+		w->io->cancels = n;
+		w->io->capcancel = cap;
 	}
-	w->io.cancels[w->io.ncancel++] = (uint64_t)id;
-	pthread_mutex_unlock(&w->io.cancel_lock);
+	w->io->cancels[w->io->ncancel++] = (uint64_t)id;
+	pthread_mutex_unlock(&w->io->cancel_lock);
 	/* seq_cst: pairs with the owner's fence before it sleeps. */
-	atomic_store_explicit(&w->io.cancel_req, 1, memory_order_seq_cst);
+	atomic_store_explicit(&w->io->cancel_req, 1, memory_order_seq_cst);
 	ura__wake(self, w);
 }
 
@@ -681,11 +517,11 @@ URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
 {
 	if (!cx || id <= 0)
 		return -EINVAL;
-	struct ura__actor *a = ura__ctx_actor(cx);
+	struct ura__actor *a = cx->a;
 	struct ura__ids *l = a->x ? a->x->io : NULL;
 	for (uint32_t i = 0; l && i < l->n; i++)
 		if (l->v[i] == id) {
-			cancel_id(ura__ctx_worker(cx), ura_ctx_system(cx), id);
+			cancel_id(cx->w, cx->sys, id);
 			return 0;
 		}
 	return -ENOENT;
@@ -715,13 +551,16 @@ URA_API int ura_io_more(const ura_msg *m)
 
 /* ---- the worker's side ---------------------------------------------- */
 
-int ura__io_service(struct ura__worker *w, int poll)
+/* Owner: finished pool jobs, cross-worker cancels, and (if poll) a
+ * non-blocking poll of the ring. Returns completions handled. */
+static int io_service(struct ura__worker *w, int poll)
 {
+	struct ura__io *io = w->io;
 	int n = 0;
 	/* relaxed peek; the exchange below is what synchronizes. */
-	if (atomic_load_explicit(&w->io.done, memory_order_relaxed)) {
+	if (atomic_load_explicit(&io->done, memory_order_relaxed)) {
 		/* acquire: pairs with the pool threads' pushes. */
-		struct ura__op *list = atomic_exchange_explicit(&w->io.done, NULL,
+		struct ura__op *list = atomic_exchange_explicit(&io->done, NULL,
 								memory_order_acquire);
 		while (list) {
 			struct ura__op *op = list;
@@ -738,21 +577,25 @@ int ura__io_service(struct ura__worker *w, int poll)
 	/* relaxed both: the ids travel under cancel_lock. The flag is
 	 * cleared before the lock is taken, so a cancel appended after we
 	 * let go of the lock sets it again (its store follows its append). */
-	if (atomic_load_explicit(&w->io.cancel_req, memory_order_relaxed)) {
-		atomic_store_explicit(&w->io.cancel_req, 0, memory_order_relaxed);
-		pthread_mutex_lock(&w->io.cancel_lock);
-		unsigned k = w->io.ncancel;
-		uint64_t small[64], *ids = k <= 64 ? small : malloc(k * sizeof *ids);
-		if (ids)
-			memcpy(ids, w->io.cancels, k * sizeof *ids);
-		w->io.ncancel = 0;
-		pthread_mutex_unlock(&w->io.cancel_lock);
-		for (unsigned i = 0; ids && i < k; i++)
-			cancel_local(w, (int64_t)ids[i]);
-		if (ids != small)
-			free(ids);
+	if (atomic_load_explicit(&io->cancel_req, memory_order_relaxed)) {
+		atomic_store_explicit(&io->cancel_req, 0, memory_order_relaxed);
+		/* A bounded batch at a time, never an allocation: a cancel
+		 * must not be lost for want of memory (a stopping actor's
+		 * destroy waits for it). */
+		for (;;) {
+			uint64_t ids[64];
+			pthread_mutex_lock(&io->cancel_lock);
+			unsigned k = io->ncancel < 64 ? io->ncancel : 64;
+			io->ncancel -= k;
+			memcpy(ids, io->cancels + io->ncancel, k * sizeof *ids);
+			pthread_mutex_unlock(&io->cancel_lock);
+			if (!k)
+				break;
+			for (unsigned i = 0; i < k; i++)
+				cancel_local(w, (int64_t)ids[i]);
+		}
 	}
-	if (poll && (ura__poller_io_active(&w->poller))) {
+	if (poll && ura__poller_io_active(&w->poller)) {
 		int rc = ura__poller_poll(&w->poller);
 		if (rc > 0)
 			n += rc;
@@ -760,22 +603,62 @@ int ura__io_service(struct ura__worker *w, int poll)
 	return n;
 }
 
-int ura__io_init(struct ura__worker *w)
+/* A busy worker enters the ring when IO_POLL_BATCH SQEs are queued or
+ * IO_POLL_NS passed since it last did (clock read every 8 passes): one
+ * enter submits many and reaps many, and a completion never waits long
+ * behind busy actors. An idle worker polls at once. */
+#define IO_POLL_BATCH 16
+#define IO_POLL_NS (20 * URA_USEC)
+
+int ura__io_service(struct ura__worker *w, uint64_t *now, int idle)
 {
-	pthread_mutex_init(&w->io.cancel_lock, NULL);
+	struct ura__io *io = w->io;
+	int poll = idle || w->poller.io_sq_pending >= IO_POLL_BATCH;
+	if (!poll && (++io->tick & 7) == 0)
+		poll = ura__clock(now) - io->last_poll >= IO_POLL_NS;
+	if (poll)
+		io->last_poll = ura__clock(now);
+	/* relaxed peeks, as in ura__io_pending. */
+	if (!poll && !atomic_load_explicit(&io->done, memory_order_relaxed) &&
+	    !atomic_load_explicit(&io->cancel_req, memory_order_relaxed))
+		return 0;
+	/* The worker is not marked busy for this: completions move no
+	 * quiescence counter that matters. Each operation counted its final
+	 * completion as sent when it was submitted (busy), so sent >
+	 * received until the actor has taken it, busy again; a multishot's
+	 * extra messages only add to sent while that final one is still
+	 * owed. */
+	int n = io_service(w, poll);
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
+	return n > 0;
+}
+
+uint32_t ura__io_untrack(struct ura__actor *a, const struct ura_msg *m)
+{
+	struct ura__ids *l = a->x ? a->x->io : NULL;
+	if (!l)
+		return 0;
+	if (m->flags & URA__MF_MORE)
+		return l->n;
+	return ura__ids_del(l, (int64_t)m->from.id);
+}
+
+void ura__io_worker_start(struct ura__worker *w)
+{
 	w->poller.on_io = on_io;
-	w->poller.to_pool = to_pool;
+	w->poller.to_pool = ura__pool_queue;
 	w->poller.io_ctx = w;
-	return 0;
 }
 
 void ura__io_worker_exit(struct ura__worker *w)
 {
-	w->io.exiting = 1;
+	struct ura__io *io = w->io;
+	io->exiting = 1;
 	/* By index, not through any list: a cancel may complete (and free)
 	 * an operation at once. */
-	for (uint32_t i = 0; i < w->io.hwm; i++) {
-		struct ura__op *op = op_get(&w->io, i);
+	for (uint32_t i = 0; i < io->hwm; i++) {
+		struct ura__op *op = op_get(io, i);
 		if (op->live && op->rq.op != URA__OP_OFFLOAD) {
 			op->rearm = 0;
 			ura__poller_cancel(&w->poller, &op->rq);
@@ -783,31 +666,55 @@ void ura__io_worker_exit(struct ura__worker *w)
 	}
 	unsigned left = ura__poller_drain(&w->poller, 2 * URA_SEC);
 	if (left)
-		ura__log(w->sys, URA_LOG_ERROR,
+		ura__log(&w->sys->log, URA_LOG_ERROR,
 			 "worker %u: %u I/O operations did not finish at shutdown; "
 			 "their buffers are leaked, not freed", w->id, left);
 	/* Readiness waiters of the epoll backend never reached the kernel:
 	 * their records go with the table. */
 }
 
-void ura__io_fini(struct ura__worker *w)
+int ura__io_init(ura_system *sys)
 {
-	struct ura__io *io = &w->io;
-	/* Pool jobs that came back after the worker stopped. */
-	struct ura__op *list = atomic_exchange_explicit(&io->done, NULL, memory_order_acquire);
-	(void)list; /* records are freed with the table below */
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		/* Its own cache lines: pool threads and other workers write
+		 * `done` and the cancel inbox. */
+		w->io = ura__aligned_alloc(URA__CACHELINE, sizeof *w->io);
+		if (!w->io)
+			return -ENOMEM;
+		memset(w->io, 0, sizeof *w->io);
+		pthread_mutex_init(&w->io->cancel_lock, NULL);
+	}
+	return ura__pools_init(sys, sys->pool_threads);
+}
+
+static void io_fini(ura_system *sys, struct ura__io *io)
+{
+	/* Pool jobs that came back after the worker stopped: their records
+	 * are freed with the table below. */
+	(void)atomic_exchange_explicit(&io->done, NULL, memory_order_acquire);
 	for (uint32_t i = 0; i < io->hwm; i++) {
 		struct ura__op *op = op_get(io, i);
 		if (!op->live)
 			continue;
 		if (op->m)
-			ura__arena_drop(&w->sys->arena, op->m, 1);
+			ura__arena_drop(&sys->arena, op->m, 1);
 		free(op->own);
 	}
-	for (uint32_t c = 0; c < (io->hwm + OPS_CHUNK - 1) >> OPS_SHIFT; c++)
+	for (uint32_t c = 0; c < (io->hwm + URA__OPS_CHUNK - 1) >> URA__OPS_SHIFT; c++)
 		free(io->chunks[c]);
 	free(io->chunks);
 	free(io->cancels);
 	pthread_mutex_destroy(&io->cancel_lock);
-	memset(io, 0, sizeof *io);
+}
+
+void ura__io_fini(ura_system *sys)
+{
+	for (unsigned i = 0; sys->workers && i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (w->io)
+			io_fini(sys, w->io);
+		free(w->io);
+		w->io = NULL;
+	}
 }

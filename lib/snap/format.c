@@ -17,7 +17,7 @@ int ura__b_grow(struct ura__bytes *b, size_t more)
 		}
 		cap *= 2;
 	}
-	unsigned char *p = realloc(b->p, cap);
+	unsigned char *p = ura__realloc(b->p, cap);
 	if (!p) {
 		b->err = -ENOMEM;
 		return b->err;
@@ -123,7 +123,7 @@ int ura__map_put(struct ura__map *m, uint64_t k, uint64_t v)
 {
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 64;
-		uint64_t *nk = calloc(cap, sizeof *nk), *nv = calloc(cap, sizeof *nv);
+		uint64_t *nk = ura__calloc(cap, sizeof *nk), *nv = ura__calloc(cap, sizeof *nv);
 		if (!nk || !nv) {
 			free(nk);
 			free(nv);

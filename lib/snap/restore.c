@@ -13,8 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "actor/actor.h"
 #include "actor/group.h"
 #include "snap/snap_int.h"
+#include "time/delay.h"
 
 struct ura_snap_map {
 	struct ura__map refs;
@@ -90,7 +92,7 @@ static int bad(struct restore *R, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	ura__log(R->sys, URA_LOG_ERROR, "restore %s: refused: %s", R->path, msg);
+	ura__log(&R->sys->log, URA_LOG_ERROR, "restore %s: refused: %s", R->path, msg);
 	return -EINVAL;
 }
 
@@ -99,7 +101,7 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 	if (n < *cap)
 		return 0;
 	size_t c = *cap ? *cap * 2 : 64;
-	void *nv = realloc(*v, c * size);
+	void *nv = ura__realloc(*v, c * size);
 	if (!nv)
 		return -ENOMEM;
 	*v = nv;
@@ -123,7 +125,7 @@ static int read_file(struct restore *R)
 		goto out;
 	}
 	R->size = (size_t)st.st_size;
-	R->file = malloc(R->size ? R->size : 1);
+	R->file = ura__malloc(R->size ? R->size : 1);
 	if (!R->file) {
 		rc = -ENOMEM;
 		goto out;
@@ -382,7 +384,7 @@ static struct ura_msg *build(struct restore *R, struct ura__rd *r, ura_ref to, i
 	m->to_gen = ura__ref_gen(to);
 	m->kind = sm.kind;
 	m->req = sm.req;
-	m->flags = ura__snap_stamp(R->sys);
+	m->flags = ura__phase_stamp(R->sys);
 	return m;
 }
 
@@ -424,7 +426,7 @@ static int fill_actor(struct restore *R, struct ractor *x)
 	if (reg->sc.load) {
 		int rc = reg->sc.load(&in, a->state);
 		if (rc < 0) {
-			ura__log(R->sys, URA_LOG_ERROR, "restore %s: load callback of class '%s' "
+			ura__log(&R->sys->log, URA_LOG_ERROR, "restore %s: load callback of class '%s' "
 				 "failed: %s", R->path, reg->name, ura_strerror(rc));
 			return rc;
 		}
@@ -461,7 +463,6 @@ static int fill_actor(struct restore *R, struct ractor *x)
 static int track_timers(struct restore *R, struct ractor *x)
 {
 	struct ura__rd r = x->timers;
-	struct ura__actor_x *ax = NULL;
 	for (uint32_t i = 0; i < x->ntimers; i++) {
 		uint64_t old = ura__rd_u64(&r), h = 0;
 		(void)ura__rd_take(&r, 16);
@@ -469,9 +470,7 @@ static int track_timers(struct restore *R, struct ractor *x)
 		ura__snap_get_msg(&r, &skip);
 		if (!ura__map_get(&R->timers, old, &h) || !h)
 			continue; /* its target was not in the snapshot */
-		if (!ax && !(ax = ura__actor_x(x->a)))
-			return -ENOMEM;
-		if (ura__ids_push(&ax->timers, (ura_timer)h) < 0)
+		if (ura__timer_own(R->sys, x->a, (ura_timer)h) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -501,11 +500,11 @@ static int make_groups(struct restore *R)
 		struct rgroup *g = &R->groups[i];
 		int rc;
 		if (g->name) {
-			pthread_mutex_lock(&sys->group_lock);
+			pthread_mutex_lock(&sys->groups->lock);
 			int exists = 0;
-			for (struct ura_group *e = sys->groups; e && !exists; e = e->next)
+			for (struct ura_group *e = sys->groups->list; e && !exists; e = e->next)
 				exists = e->name && !strcmp(e->name, g->name);
-			pthread_mutex_unlock(&sys->group_lock);
+			pthread_mutex_unlock(&sys->groups->lock);
 			g->created = !exists;
 			rc = ura_group_named(sys, g->name, &g->g);
 		} else {
@@ -530,7 +529,7 @@ static void rollback(struct restore *R)
 	for (size_t i = 0; i < R->narmed; i++)
 		ura__timer_cancel(sys, NULL, R->armed[i]);
 	for (unsigned i = 0; i < sys->nworkers; i++)
-		ura__timers_service(&sys->workers[i], 0);
+		ura__timers_drain(&sys->workers[i]);
 	for (size_t i = 0; i < R->nmsgs; i++)
 		if (R->msgs[i].m)
 			ura__msg_free(NULL, R->msgs[i].m);
@@ -549,7 +548,7 @@ static long make(struct restore *R)
 	size_t ntimers = 0;
 	for (size_t i = 0; i < R->nactors; i++)
 		ntimers += R->actors[i].ntimers;
-	R->armed = malloc((ntimers ? ntimers : 1) * sizeof *R->armed);
+	R->armed = ura__malloc((ntimers ? ntimers : 1) * sizeof *R->armed);
 	if (!R->armed)
 		return -ENOMEM;
 	/* Slots first: every old ref gets its new value. */
@@ -587,9 +586,8 @@ static long make(struct restore *R)
 	 * order they were about to be handled; then the tokens. */
 	for (size_t i = 0; i < R->nmsgs; i++) {
 		struct rmsg *m = &R->msgs[i];
-		ura__ext_sent_inc(sys);
-		ura__snap_ext_sent(sys, m->m);
-		ura__mb_push(&m->a->mb, m->m); /* we hold its token: never idle */
+		ura__ext_count(sys, m->m);
+		ura__deliver(sys, NULL, m->a, m->m); /* we hold its token: not scheduled */
 		m->m = NULL;
 	}
 	for (size_t i = 0; i < R->nactors; i++) {
@@ -612,7 +610,7 @@ URA_API long ura_restore(ura_system *sys, const char *path, ura_snap_map **map)
 	 * and of idx_hwm in reserve(): a spawn or a start we can see. */
 	if (atomic_load_explicit(&sys->started, memory_order_acquire) ||
 	    atomic_load_explicit(&sys->idx_hwm, memory_order_acquire) != 1) {
-		ura__log(sys, URA_LOG_ERROR, "restore %s: the system must be new: created paused, "
+		ura__log(&sys->log, URA_LOG_ERROR, "restore %s: the system must be new: created paused, "
 			 "nothing spawned", path);
 		return -EBUSY;
 	}
@@ -627,7 +625,7 @@ URA_API long ura_restore(ura_system *sys, const char *path, ura_snap_map **map)
 		rc = check_file(&R, &body);
 	if (rc == 0)
 		rc = parse(&R, &body);
-	if (rc == 0 && map && !(out = calloc(1, sizeof *out)))
+	if (rc == 0 && map && !(out = ura__calloc(1, sizeof *out)))
 		rc = -ENOMEM;
 	if (rc == 0)
 		rc = make(&R);

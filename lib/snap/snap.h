@@ -13,6 +13,7 @@
  *  - URA__MF_PH in ura_msg.flags: the parity of its sender when it was
  *    sent (of the actor running the turn; of the system for a thread that
  *    is not a worker).
+ * (Stamping and counting are part of the post path: core/phase.h.)
  * When no snapshot runs, all three agree and the turn loop pays one
  * predictable branch per message (the test it makes anyway to tell old
  * messages from new ones); nothing per turn but the stamp it stores.
@@ -39,10 +40,7 @@
 #ifndef URA_SNAP_H
 #define URA_SNAP_H
 
-#include "msg/msg.h"
-
-struct ura__worker;
-struct ura__actor;
+#include "core/core.h"
 
 /* A growable byte string; err sticks at -ENOMEM after a failed grow. */
 struct ura__bytes {
@@ -69,18 +67,9 @@ struct ura__sbuf {
 	_Atomic uint64_t id;                /* the snapshot it belongs to */
 };
 
-/* Per worker. The counters are by parity, since the system started. */
-struct ura__wsnap {
-	/* Messages sent with each parity (delayed sends count when they
-	 * fire). Owner, relaxed: a reader orders them through recv. */
-	_Atomic uint64_t sent[2];
-	/* Messages taken from mailboxes, by their parity. Owner, release:
-	 * pairs with the acquire in the completion check, so a receive it
-	 * sees implies the send before it (and any record of it) is seen. */
-	_Atomic uint64_t recv[2];
-	/* Owner: the stamp make_msg puts on a message this worker sends:
-	 * URA__MF_SNAPD and the phase of the actor whose turn runs. */
-	uint8_t cur;
+/* Per worker (ura__worker.rec): what the worker records for the running
+ * snapshot. Its phase counters are core's (core/phase.h). */
+struct ura__wrec {
 	struct ura__sbuf buf;        /* owner appends, the snapshot thread reads */
 	struct ura__bytes scratch;   /* owner: the record being built */
 	/* Owner: the block of message sequence numbers the turn numbered
@@ -88,42 +77,11 @@ struct ura__wsnap {
 	uint64_t seq_next, seq_end, seq_turn;
 };
 
-static inline unsigned ura__msg_ph(const struct ura_msg *m)
-{
-	return (m->flags & URA__MF_PH) ? 1u : 0u;
-}
-
-/* Counts a send by a worker, before the push. */
-static inline void ura__snap_sent(struct ura__wsnap *s, const struct ura_msg *m)
-{
-	ura__inc(&s->sent[ura__msg_ph(m)]);
-}
-
-/* Counts n messages of parity ph received (end of a turn). */
-static inline void ura__snap_recv(struct ura__wsnap *s, unsigned ph, uint64_t n)
-{
-	atomic_store_explicit(&s->recv[ph], atomic_load_explicit(&s->recv[ph],
-			      memory_order_relaxed) + n, memory_order_release);
-}
-
-/* snap.c */
+/* registry.c: the system's snapshot state; sets core's phase hooks. */
 int ura__snap_init(ura_system *sys);
 /* Cancels a running snapshot and joins its thread (destroy, before the
  * workers stop); then, with everything stopped, frees what is left. */
 void ura__snap_stop(ura_system *sys);
 void ura__snap_fini(ura_system *sys);
-/* True while a snapshot thread is alive (quiescence waits for it). */
-int ura__snap_busy(ura_system *sys);
-/* Counts a send by a thread that is not a worker, before the push. */
-void ura__snap_ext_sent(ura_system *sys, const struct ura_msg *m);
-/* A message of the new phase or a poke reached a, or a is a child spawned
- * by an actor of the old phase: capture a (whose token the caller holds)
- * if its parity is not the system's. */
-void ura__snap_capture(struct ura__worker *w, struct ura__actor *a);
-/* A message whose parity differs from its actor's, or a poke. Counts it
- * (with *same, the turn's count so far, when the actor's parity changes);
- * returns true when it was a poke, consumed here. */
-int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,
-		  unsigned *same);
 
 #endif

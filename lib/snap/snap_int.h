@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 
-#include "sched/sched.h"
+#include "core/post.h"
 #include "snap/format.h"
 
 struct ura__snap_reg {
@@ -48,7 +48,6 @@ struct ura__snap {
 	_Atomic int skip;              /* opts.skip_unsupported of that one */
 
 	_Atomic int active;            /* from ura_snapshot to the report */
-	_Atomic int threads;           /* snapshot threads before their end */
 	_Atomic int cancel;            /* destroy: give up */
 	_Atomic int oom;               /* a record was lost */
 	_Atomic uint64_t pokes;        /* pokes not yet handled */
@@ -59,11 +58,17 @@ struct ura__snap {
 	struct ura__sbuf tbuf;
 	struct ura__bytes scratch;
 
-	/* Sends from threads that are not workers, by parity; sharded by
-	 * thread as ura_system.ext_sent is (contention, bench/mailbox). */
-	struct ura__snap_ext {
-		alignas(URA__CACHELINE) _Atomic uint64_t sent[2];
-	} ext[URA__EXT_SHARDS];
 };
+
+/* capture.c: frees a record buffer. */
+void ura__sbuf_drop(struct ura__sbuf *b);
+/* capture.c: core's phase hooks (struct ura__hooks). */
+void ura__snap_capture(struct ura__worker *w, struct ura__actor *a);
+int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,
+		  unsigned *same);
+/* capture.c: the actor's record, into buf (the worker's, or the thread's
+ * for idle actors); a is ours (token) and alive. */
+void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura__bytes *rec,
+			     struct ura__actor *a, unsigned P, uint64_t id);
 
 #endif

@@ -5,20 +5,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched/sched.h"
 #include "util/util.h"
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 
-int ura__log_level_from_env(int dflt)
+/* The level URA_LOG asks for, for messages that no system's logger
+ * carries (a system validates URA_LOG itself and refuses a bad one). */
+static int env_level(void)
 {
 	const char *e = getenv("URA_LOG");
-	if (!e || !*e)
-		return dflt;
-	for (int i = 0; i < (int)URA__ARRAY_LEN(level_names); i++)
+	for (int i = 0; e && i < (int)URA__ARRAY_LEN(level_names); i++)
 		if (!strcmp(e, level_names[i]))
-			return i;
-	return dflt;
+			return URA_LOG_ERROR + i;
+	return URA_LOG_WARN;
 }
 
 static void stderr_sink(void *ud, int level, const char *msg)
@@ -30,19 +29,15 @@ static void stderr_sink(void *ud, int level, const char *msg)
 		(level == URA_LOG_ERROR ? "error: " : "warning: ") : "", msg);
 }
 
-void ura__log(ura_system *sys, int level, const char *fmt, ...)
+void ura__log(const struct ura__logger *lg, int level, const char *fmt, ...)
 {
 	ura_log_fn *fn = stderr_sink;
 	void *ud = NULL;
-	int min = ura__log_level_from_env(URA_LOG_WARN);
-
-	if (sys) {
-		min = sys->log_level;
-		if (sys->log) {
-			fn = sys->log;
-			ud = sys->log_ud;
-			min = URA_LOG_DEBUG; /* a user sink filters for itself */
-		}
+	int min = lg ? lg->level : env_level();
+	if (lg && lg->fn) {
+		fn = lg->fn;
+		ud = lg->ud;
+		min = URA_LOG_DEBUG; /* a user sink filters for itself */
 	}
 	if (level > min)
 		return;
@@ -52,27 +47,4 @@ void ura__log(ura_system *sys, int level, const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	fn(ud, level, buf);
-}
-
-URA_API const char *ura_strerror(int err)
-{
-	if (err < 0)
-		err = -err;
-	switch (err) {
-	case 0: return "success";
-	case ESRCH: return "no such actor (it has stopped, or the ref is stale)";
-	case ESHUTDOWN: return "the actor system is shut down";
-	case EDEADLK: return "not allowed from a worker thread";
-	case EMSGSIZE: return "message too large";
-	case EBUSY: return "work was lost: accepted messages were never handled";
-	case ETIMEDOUT: return "timed out";
-	case EINVAL: return "invalid argument";
-	case ENOMEM: return "out of memory";
-	default: {
-		/* Not strerror(): for codes glibc does not know it formats into
-		 * a per-thread buffer that the next call reuses. */
-		const char *d = strerrordesc_np(err);
-		return d ? d : "unknown error";
-	}
-	}
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Small internal helpers shared by every part of libura. */
+/* Small internal helpers shared by every part of libura (the lowest
+ * layer: it includes nothing of ura but the public header). */
 #ifndef URA_UTIL_H
 #define URA_UTIL_H
 
@@ -9,6 +10,8 @@
 #include <time.h>
 
 #include "ura.h"
+#include "util/alloc.h"
+#include "util/log.h"
 
 #define ura__likely(x) __builtin_expect(!!(x), 1)
 #define ura__unlikely(x) __builtin_expect(!!(x), 0)
@@ -50,10 +53,26 @@ static inline uint64_t ura__now_ns(void)
 	return (uint64_t)ts.tv_sec * URA_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* log.c */
-void ura__log(ura_system *sys, int level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-int ura__log_level_from_env(int dflt);
-void ura__log_set_default(ura_log_fn *fn, void *ud, int level);
+/* The clock, read at most once per pass: *now is 0 until someone needed
+ * it. */
+static inline uint64_t ura__clock(uint64_t *now)
+{
+	if (!*now)
+		*now = ura__now_ns();
+	return *now;
+}
+
+/* A growable list of 64-bit ids (an actor's delayed sends, its I/O
+ * operations in flight): whoever owns a list's field owns its memory. */
+struct ura__ids {
+	uint32_t n, cap;
+	int64_t v[];
+};
+
+/* Appends v, growing the list (4, 8, 16, ...). 0 or -ENOMEM (then the list
+ * is as it was). */
+int ura__ids_push(struct ura__ids **lp, int64_t v);
+/* Removes one v (order not kept); returns the ids left. */
+uint32_t ura__ids_del(struct ura__ids *l, int64_t v);
 
 #endif

@@ -219,9 +219,10 @@ typedef struct ura_until {
 	const ura_behavior *next; /* NULL: stop */
 } ura_until;
 
-/* Private: the guard and the body of a loop's one case. */
-URA_API int ura__until_match(ura_ctx *cx, const ura_msg *m, const void *until);
-URA_API void ura__until_run(ura_ctx *cx, const ura_msg *m, const ura_until *u);
+/* The guard and the body of a loop's one case, as URA_BEHAVIOR_UNTIL
+ * writes them: exported for the macro; not to be called otherwise. */
+URA_API int ura_until_match(ura_ctx *cx, const ura_msg *m, const void *until);
+URA_API void ura_until_run(ura_ctx *cx, const ura_msg *m, const ura_until *u);
 
 #ifdef __cplusplus
 }
@@ -317,10 +318,10 @@ URA_API void ura__until_run(ura_ctx *cx, const ura_msg *m, const ura_until *u);
 		.cond = (cond_), .next = (next_) };                         \
 	static void name_##__ura_run(ura_ctx *cx_, const ura_msg *m_)      \
 	{                                                                   \
-		ura__until_run(cx_, m_, &name_##__ura_until);               \
+		ura_until_run(cx_, m_, &name_##__ura_until);               \
 	}                                                                   \
 	URA_BEHAVIOR_OPTS(name_, opts_, URA_ON_ANY(0, name_##__ura_run,     \
-		.guard = ura__until_match, .guard_arg = &name_##__ura_until))
+		.guard = ura_until_match, .guard_arg = &name_##__ura_until))
 #define URA_BEHAVIOR_UNTIL(name_, cond_, next_, ...)                        \
 	URA_BEHAVIOR_UNTIL_OPTS(name_, (.unmatched = 0), cond_, next_, __VA_ARGS__)
 

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Behaviors: checking static ones and building run-time ones (their cases'
+ * guards are checked and copied by lib/guard), become, and receive loops
+ * (URA_BEHAVIOR_UNTIL).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/actor.h"
+#include "guard/guard.h"
+
+
+/* Nested loops are checked recursively; a hand-made cycle must not be. */
+static _Thread_local unsigned check_nesting;
+
+static int check_guard(const ura_case *c)
+{
+	if (c->guard == ura_guard_eval)
+		return ura_guard_check(c->guard_arg, c->types);
+	if (c->guard != ura_until_match)
+		return 0;
+	const ura_until *u = c->guard_arg;
+	if (!u || !u->cond || (u->ncases && !u->cases) || check_nesting >= 8 ||
+	    ura_guard_check(u->cond, NULL))
+		return -EINVAL;
+	ura_behavior inner = { .cases = u->cases, .ncases = u->ncases };
+	check_nesting++;
+	int rc = ura_behavior_check(&inner);
+	check_nesting--;
+	return rc;
+}
+
+
+static int check_case(const ura_case *c)
+{
+	if (!c->fn)
+		return -EINVAL;
+	if (!c->types)
+		return c->sig_ & URA__SIG_TYPED ? -EINVAL : check_guard(c);
+	size_t len = strlen(c->types);
+	if (len > URA_MAX_VALUES || strspn(c->types, "idarsbp") != len)
+		return -EINVAL;
+	if ((c->sig_ & URA__SIG_TYPED) &&
+	    (c->sig_ & ~URA__SIG_TYPED) != ura__sig_pack(c->types, len))
+		return -EINVAL;
+	return check_guard(c);
+}
+
+URA_API int ura_behavior_check(const ura_behavior *b)
+{
+	if (!b || (b->ncases && !b->cases) || b->unmatched > URA_UNMATCHED_STASH)
+		return -EINVAL;
+	for (uint32_t i = 0; i < b->ncases; i++) {
+		int rc = check_case(&b->cases[i]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
+			     size_t ncases, ura_unmatched unmatched)
+{
+	if (!out || (ncases && !cases) || ncases > UINT32_MAX ||
+	    (unsigned)unmatched > URA_UNMATCHED_STASH)
+		return -EINVAL;
+	size_t strbytes = 0, gbytes = 0;
+	for (size_t i = 0; i < ncases; i++) {
+		ura_case c = cases[i];
+		c.sig_ = 0; /* recomputed below */
+		int rc = check_case(&c);
+		if (rc)
+			return rc;
+		if (c.types)
+			strbytes += strlen(c.types) + 1;
+		gbytes += ura__guard_case_size(&c);
+	}
+	/* Guard expressions are copied too: one built in the caller's
+	 * function lives only until that function returns. */
+	size_t size = sizeof(ura_behavior) + ncases * sizeof(ura_case) + gbytes + strbytes;
+	ura_behavior *b = ura__calloc(1, size);
+	if (!b)
+		return -ENOMEM;
+	ura_case *cs = (ura_case *)(b + 1);
+	char *gmem = (char *)(cs + ncases);
+	char *str = gmem + gbytes;
+	for (size_t i = 0; i < ncases; i++) {
+		cs[i] = cases[i];
+		cs[i].sig_ = 0;
+		gmem += ura__guard_case_copy(&cs[i], gmem);
+		if (cases[i].types) {
+			size_t len = strlen(cases[i].types);
+			memcpy(str, cases[i].types, len + 1);
+			cs[i].types = str;
+			cs[i].sig_ = URA__SIG_TYPED | ura__sig_pack(str, len);
+			str += len + 1;
+		}
+	}
+	b->cases = cs;
+	b->ncases = (uint32_t)ncases;
+	b->unmatched = unmatched;
+	*out = b;
+	return 0;
+}
+
+URA_API void ura_behavior_free(ura_behavior *b) { free(b); }
+
+
+URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
+{
+	if (!cx || !b)
+		return -EINVAL;
+	if (bound.type || cx->a->x) {
+		struct ura__actor_x *x = ura__actor_x(cx->a);
+		if (!x)
+			return -ENOMEM;
+		x->bound = bound;
+	}
+	cx->a->beh = b;
+	cx->a->became = 1;
+	return 0;
+}
+
+URA_API int ura_become(ura_ctx *cx, const ura_behavior *b)
+{
+	ura_value none;
+	memset(&none, 0, sizeof none);
+	return ura_become_with(cx, b, none);
+}
+
+URA_API void ura_stop(ura_ctx *cx)
+{
+	if (cx)
+		cx->a->stopping = 1;
+}
+
+
+/* ---- loops: URA_BEHAVIOR_UNTIL (ura/guard.h) ----------------------------- */
+
+URA_API int ura_until_match(ura_ctx *cx, const ura_msg *m, const void *arg)
+{
+	const ura_until *u = arg;
+	if (!u || !m || (u->ncases && !u->cases))
+		return 0;
+	for (uint32_t i = 0; i < u->ncases; i++)
+		if (ura__case_matches(&u->cases[i], cx, m))
+			return 1;
+	return 0;
+}
+
+URA_API void ura_until_run(ura_ctx *cx, const ura_msg *m, const ura_until *u)
+{
+	for (uint32_t i = 0; i < u->ncases; i++) {
+		const ura_case *c = &u->cases[i];
+		if (!ura__case_matches(c, cx, m))
+			continue;
+		c->fn(cx, m);
+		/* do { receive } while (!cond): tested after each message. */
+		if (u->cond && ura_guard_eval(cx, m, u->cond)) {
+			if (u->next)
+				ura_become_with(cx, u->next, ura_bound(cx));
+			else
+				ura_stop(cx);
+		}
+		return;
+	}
+}

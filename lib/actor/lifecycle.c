@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/* Actor lifecycle: spawn (incarnate, init), stop (die, bury), the
+ * reclaim at system destroy, and the incarnations a restore makes. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/actor.h"
+#include "actor/group.h"
+#include "core/post.h"
+#include "io/io.h"
+#include "time/delay.h"
+
+static void free_state(struct ura__actor *a)
+{
+	if (!a->inline_state)
+		free(a->state);
+	a->state = NULL;
+	a->inline_state = 0;
+}
+
+/* Gives the token up after a spawn, restore or failed spawn; messages
+ * that arrived meanwhile (from init, or stale ones for an earlier
+ * incarnation) make that fail, and then the actor is scheduled. */
+static void release(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (!ura__mb_mark_idle(&a->mb))
+		ura__schedule(sys, w, a);
+}
+
+/* ---- stop ----------------------------------------------------------- */
+
+static void free_stash(struct ura__worker *w, struct ura__actor *a, uint64_t *lost)
+{
+	struct ura__actor_x *x = a->x;
+	if (!x)
+		return;
+	for (struct ura_msg *m = x->stash, *n; m; m = n) {
+		n = atomic_load_explicit(&m->next, memory_order_relaxed);
+		ura__msg_free(ura__pool_of(w), m);
+		++*lost;
+	}
+	x->stash = x->stash_tail = NULL;
+}
+
+void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy)
+{
+	a->state_kind = URA__A_FREE;
+	if (call_destroy && a->cls->destroy)
+		a->cls->destroy(a->state);
+	free_state(a);
+	ura__actor_x_free(a);
+	a->beh = NULL;
+	/* A failed init (no destroy callback) was never counted as spawned,
+	 * so it is not counted as stopped either. */
+	if (call_destroy) {
+		if (w)
+			ura__inc(&w->st.stopped);
+		else
+			atomic_fetch_add_explicit(&sys->ext_stopped, 1, memory_order_relaxed);
+	}
+	/* Safe while we hold the token: a spawner's claim fails until the
+	 * mailbox is idle again. */
+	ura__slot_free(sys, w, a);
+}
+
+void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy)
+{
+	uint64_t lost = 0;
+	/* With I/O in flight the kernel may still write to the actor's
+	 * buffers: cancel, and bury it when the last one completed (see
+	 * URA__A_ZOMBIE and ura__actor_turn). */
+	int zombie = call_destroy && w && a->x && a->x->io && a->x->io->n;
+	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
+	a->stopping = 0;
+	/* release: a sender that sees the new generation refuses to send;
+	 * one that raced us carries the old one and becomes a dead letter. */
+	atomic_store_explicit(&a->gen, ura__own_gen(a) + 1, memory_order_release);
+	if (a->x && a->x->rt) {
+		ura__timer_cancel(sys, w, a->x->rt);
+		a->x->rt = 0;
+	}
+	ura__timers_cancel_owned(sys, w, a);
+	free_stash(w, a, &lost);
+	ura__requests_drop(sys, w, a);
+	/* Stashed messages that never matched are counted with the unmatched
+	 * ones: they were handled, by being dropped now. */
+	if (w)
+		ura__add(&w->st.unmatched, lost);
+	if (zombie) {
+		a->beh = NULL;
+		ura__io_cancel_all(w, a);
+		return;
+	}
+	ura__bury(sys, w, a, call_destroy);
+}
+
+/* ---- spawn ---------------------------------------------------------- */
+
+/* A new incarnation of class cls on `node`, zeroed state, its token held
+ * and its ref valid (*ref); NULL when there is no memory. Spawn runs init
+ * next; a restore fills the state from a snapshot. */
+static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
+				    const ura_class *cls, unsigned node, ura_ref *ref)
+{
+	struct ura__actor *a = ura__slot_take(sys, w);
+	if (!a)
+		return NULL;
+	void *state = NULL;
+	ura__actor_x_free(a); /* a stopped incarnation freed it; a fresh slot has none */
+	a->inline_state = cls->state_size <= sizeof a->inl;
+	if (a->inline_state) {
+		memset(a->inl, 0, sizeof a->inl);
+		state = cls->state_size ? a->inl : NULL;
+	} else {
+		state = ura__calloc(1, cls->state_size);
+		if (!state) {
+			ura__slot_free(sys, w, a);
+			release(sys, w, a);
+			return NULL;
+		}
+	}
+	a->cls = cls;
+	a->beh = cls->initial;
+	a->state = state;
+	a->stopping = a->became = 0;
+	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
+	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
+			      memory_order_relaxed);
+	a->state_kind = URA__A_ALIVE;
+	uint32_t gen = ura__own_gen(a) + 1;
+	/* release: pairs with the acquire in ura__msg_make; the fields above
+	 * are published to senders' messages' handler through the token
+	 * anyway, this only makes the ref valid. */
+	atomic_store_explicit(&a->gen, gen, memory_order_release);
+	*ref = ura__ref_make(a->idx, gen);
+	return a;
+}
+
+/* A child's phase (its spawner's), after its gen is out (core/phase.h). */
+static void phase_of_child(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	/* seq_cst fence: pairs with the one after the flip in lib/snap
+	 * (Dekker). Either we see the new phase, or the snapshot thread's
+	 * scan sees this actor alive: never neither. */
+	ura__fence_seq_cst();
+	unsigned P = atomic_load_explicit(&sys->snap_ph, memory_order_acquire);
+	if (!w) { /* from outside: the system's phase */
+		a->snap_ph = P & 1;
+		return;
+	}
+	/* Spawned in a turn: part of that actor's phase. An old-phase actor's
+	 * child exists in the cut (its parent's saved state may hold its
+	 * ref): captured now, as init left it. */
+	a->snap_ph = (w->ph.cur & URA__MF_PH) ? 1 : 0;
+	if (a->snap_ph != P && sys->hooks.capture)
+		sys->hooks.capture(w, a);
+}
+
+static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
+		 const void *arg, const ura_spawn_opts *opts, ura_ref *out)
+{
+	if (!sys || !cls || !cls->initial || !cls->name)
+		return -EINVAL;
+	if (atomic_load_explicit(&sys->shutdown, memory_order_relaxed))
+		return -ESHUTDOWN;
+	/* Placement: a named worker's node, a named node, else the
+	 * spawner's node (node 0 for threads that are not workers). */
+	unsigned node = w ? w->node : 0;
+	if (opts && opts->worker) {
+		if (opts->worker < 0 || (unsigned)opts->worker > sys->nworkers)
+			return -EINVAL;
+		node = sys->workers[opts->worker - 1].node;
+	} else if (opts && opts->node) {
+		if (opts->node < 0 || (unsigned)opts->node > sys->nnodes)
+			return -EINVAL;
+		node = (unsigned)opts->node - 1;
+	}
+	ura_ref ref;
+	struct ura__actor *a = incarnate(sys, w, cls, node, &ref);
+	if (!a)
+		return -ENOMEM;
+	void *state = a->state;
+
+	if (cls->init) {
+		struct ura_ctx cx = { sys, w, a, NULL, NULL };
+		int rc = cls->init(&cx, state, arg);
+		if (rc < 0) {
+			/* init failed: it cleans up after itself, so no
+			 * destroy callback; the ref it may have leaked to
+			 * others is stale from here on. */
+			ura__die(sys, w, a, 0);
+			release(sys, w, a);
+			return rc;
+		}
+	} else if (arg && state) {
+		memcpy(state, arg, cls->state_size);
+	}
+	if (w)
+		ura__inc(&w->st.spawned);
+	else
+		atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	if (opts && opts->group) {
+		int rc = ura_group_join(opts->group, ref);
+		if (rc < 0) {
+			ura__die(sys, w, a, 1);
+			release(sys, w, a);
+			return rc;
+		}
+	}
+	/* ura_stop() from init: stopped before anyone could reach it; what
+	 * init sent to itself becomes dead letters. */
+	if (a->stopping)
+		ura__die(sys, w, a, 1);
+	else if (a->beh->timeout_ns || a->became)
+		ura__rt_rearm(sys, w, a);
+	a->became = 0;
+	if (a->state_kind == URA__A_ALIVE)
+		phase_of_child(sys, w, a);
+	release(sys, w, a);
+	if (out)
+		*out = ref;
+	return 0;
+}
+
+URA_API int ura_spawn_ex_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			     const ura_spawn_opts *opts, ura_ref *out)
+{
+	if (!cx)
+		return -EINVAL;
+	return spawn(cx->sys, cx->w, cls, arg, opts, out);
+}
+
+URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
+			     const void *arg, const ura_spawn_opts *opts,
+			     ura_ref *out)
+{
+	if (!sys)
+		return -EINVAL;
+	return spawn(sys, ura__thread_worker(sys), cls, arg, opts, out);
+}
+
+URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
+			  ura_ref *out)
+{
+	return ura_spawn_ex_ctx(cx, cls, arg, NULL, out);
+}
+
+URA_API int ura_spawn_sys(ura_system *sys, const ura_class *cls,
+			  const void *arg, ura_ref *out)
+{
+	return ura_spawn_ex_sys(sys, cls, arg, NULL, out);
+}
+
+/* ---- destroy -------------------------------------------------------- */
+
+uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
+{
+	uint64_t lost = 0;
+	struct ura_msg *m, *r;
+	while ((m = ura__mb_pop(&a->mb, &r))) {
+		if (r != (struct ura_msg *)&a->stub)
+			ura__arena_drop(&sys->arena, r, 1);
+		/* I/O completions cancelled by the shutdown were never
+		 * messages anyone accepted: not lost. */
+		if (a->state_kind == URA__A_ALIVE && m->to_gen == ura__own_gen(a) &&
+		    m->kind != URA__MK_IO)
+			lost++;
+	}
+	if (a->mb.tail != (struct ura_msg *)&a->stub) {
+		if (a->mb.tail->flags & URA__MF_STASH)
+			lost++;
+		ura__arena_drop(&sys->arena, a->mb.tail, 1);
+		a->mb.tail = (struct ura_msg *)&a->stub;
+	}
+	if (a->state_kind == URA__A_ALIVE || a->state_kind == URA__A_ZOMBIE) {
+		/* The workers drained their rings before this: no operation
+		 * of the actor's is in the kernel any more. */
+		if (a->cls->destroy)
+			a->cls->destroy(a->state);
+		free_state(a);
+		a->state_kind = URA__A_FREE;
+	}
+	struct ura__actor_x *x = a->x;
+	if (x) {
+		for (struct ura_msg *m2 = x->stash, *n2; m2; m2 = n2) {
+			n2 = atomic_load_explicit(&m2->next, memory_order_relaxed);
+			ura__arena_drop(&sys->arena, m2, 1);
+			lost++;
+		}
+		for (struct ura__pending *p = x->pending, *n2; p; p = n2) {
+			n2 = p->next;
+			ura__arena_drop(&sys->arena, p, 0);
+		}
+		/* Pending timers themselves are freed (and counted) with the
+		 * workers' timer tables. */
+		ura__actor_x_free(a);
+	}
+	return lost;
+}
+
+/* ---- snapshots (lib/snap/restore.c) --------------------------------- */
+
+struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
+					  unsigned node, ura_ref *out)
+{
+	struct ura__actor *a = incarnate(sys, NULL, cls, node, out);
+	/* relaxed: a restore fills a paused system; no snapshot is running
+	 * to move the phase. */
+	if (a)
+		a->snap_ph = atomic_load_explicit(&sys->snap_ph, memory_order_relaxed) & 1;
+	return a;
+}
+
+void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt)
+{
+	atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	if (rt)
+		ura__rt_rearm(sys, NULL, a);
+	release(sys, NULL, a);
+}
+
+void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_destroy)
+{
+	/* Never counted as spawned: die() must not count it as stopped. */
+	if (call_destroy && a->cls->destroy)
+		a->cls->destroy(a->state);
+	ura__die(sys, NULL, a, 0);
+	release(sys, NULL, a);
+}

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The turn: an actor's messages taken from its mailbox (a batch at most),
+ * each matched against the current behavior and handed to its case, the
+ * stash re-offered after a become, the receive timeout re-armed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/actor.h"
+#include "core/post.h"
+#include "io/io.h"
+#include "time/timers.h"
+
+
+static void trace_unmatched(struct ura_ctx *cx, const struct ura_msg *m, const char *what)
+{
+	char buf[200];
+	ura_msg_format(m, buf, sizeof buf);
+	ura__log(&cx->sys->log, URA_LOG_WARN, "%s: actor %s <%u.%u> (behavior %s): %s",
+		 what, cx->a->cls->name, cx->a->idx, ura__own_gen(cx->a),
+		 cx->a->beh && cx->a->beh->name ? cx->a->beh->name : "-", buf);
+}
+
+/* Runs the first matching case; otherwise applies the unmatched policy
+ * (for STASH it only flags m: the caller moves it to the stash). */
+static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
+{
+	struct ura__actor *a = cx->a;
+	const ura_behavior *b = a->beh;
+	for (uint32_t i = 0; i < b->ncases; i++) {
+		const ura_case *c = &b->cases[i];
+		if (ura__case_matches(c, cx, m)) {
+			c->fn(cx, m);
+			return 1;
+		}
+	}
+	uint32_t policy = b->unmatched ? b->unmatched : a->cls->unmatched;
+	if (policy == URA_UNMATCHED_STASH) {
+		m->flags |= URA__MF_STASH;
+		ura__inc(&cx->w->st.stashed);
+		return 0;
+	}
+	ura__inc(&cx->w->st.unmatched);
+	if (cx->sys->trace_unmatched)
+		trace_unmatched(cx, m, "unmatched message dropped");
+	return 0;
+}
+
+/* Returns 0, or -ENOMEM (no side record): then the caller drops m. */
+int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m)
+{
+	struct ura__actor_x *x = ura__actor_x(a);
+	if (!x)
+		return -ENOMEM;
+	atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
+	if (x->stash_tail)
+		atomic_store_explicit(&x->stash_tail->next, m, memory_order_relaxed);
+	else
+		x->stash = m;
+	x->stash_tail = m;
+	return 0;
+}
+
+/* A node stopped being the mailbox tail: free it, or stash it. */
+static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ura_msg *r)
+{
+	if (r == (struct ura_msg *)&a->stub)
+		return;
+	if ((r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE &&
+	    ura__actor_stash_append(a, r) == 0)
+		return;
+	ura__msg_free(&w->pool, r);
+}
+
+/* Returns true when a handler ran (which re-arms the receive timeout). */
+static int deliver(struct ura_ctx *cx, struct ura_msg *m)
+{
+	struct ura__actor *a = cx->a;
+	cx->m = m;
+	cx->req_data = NULL;
+	if (ura__unlikely(m->kind == URA__MK_TIMEOUT)) {
+		/* Only the latest arming counts: an older one raced a match
+		 * or a become and lost. */
+		if (!a->x || m->req != a->x->rt_seq || !a->x->rt || !a->beh->on_timeout)
+			return 0;
+		a->x->rt = 0;
+		a->beh->on_timeout(cx, m);
+		return 1;
+	}
+	if (ura__unlikely(m->kind == URA__MK_IO))
+		ura__io_untrack(a, m); /* then matched like any message */
+	else if (ura__unlikely(m->kind == URA__MK_RESPONSE || m->kind == URA__MK_REQ_TIMEOUT)) {
+		/* Whichever comes first, the reply or its deadline, runs the
+		 * continuation; the other finds no pending request. */
+		if (ura__request_done(cx, m))
+			return 1;
+		if (m->kind == URA__MK_REQ_TIMEOUT)
+			return 0; /* the reply won; its deadline lost the race */
+		ura__inc(&cx->w->st.unmatched);
+		if (cx->sys->trace_unmatched)
+			trace_unmatched(cx, m, "reply to no pending request dropped");
+		return 0;
+	}
+	return dispatch(cx, m);
+}
+
+/* After a become: offer the stash to the new behavior, oldest first. */
+static void redeliver_stash(struct ura_ctx *cx)
+{
+	struct ura__actor *a = cx->a;
+	while (a->became && a->x && a->x->stash && !a->stopping) {
+		a->became = 0;
+		struct ura_msg *list = a->x->stash;
+		a->x->stash = a->x->stash_tail = NULL;
+		while (list) {
+			struct ura_msg *m = list;
+			list = atomic_load_explicit(&m->next, memory_order_relaxed);
+			if (a->stopping) {
+				ura__inc(&cx->w->st.unmatched);
+				ura__msg_free(&cx->w->pool, m);
+				continue;
+			}
+			m->flags &= (uint8_t)~URA__MF_STASH;
+			deliver(cx, m);
+			if (m->flags & URA__MF_STASH)
+				ura__actor_stash_append(a, m);
+			else
+				ura__msg_free(&cx->w->pool, m);
+			if (a->became && list) {
+				/* Behavior changed again: the rest waits behind
+				 * what was just re-stashed, and all of it is
+				 * offered to the newest behavior. */
+				while (list) {
+					struct ura_msg *k = list;
+					list = atomic_load_explicit(&k->next, memory_order_relaxed);
+					ura__actor_stash_append(a, k);
+				}
+			}
+		}
+	}
+	a->became = 0;
+}
+
+void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
+{
+	ura_system *sys = w->sys;
+	struct ura_ctx cx = { sys, w, a, NULL, NULL };
+	struct ura_msg *m, *r;
+	unsigned n = 0;
+
+	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
+	ura__inc(&w->st.turns);
+	/* Snapshots (lib/snap/snap.h): the actor is captured before it
+	 * handles its first message of a new phase (the per-message test
+	 * below); messages of the turn are counted by phase (core/phase.h). */
+	unsigned same = 0, aph = a->snap_ph ? URA__MF_PH : 0;
+	w->ph.cur = (uint8_t)(URA__MF_SNAPD | aph);
+	/* The turn stops at the newest message present on entry, so an actor
+	 * that floods itself cannot keep the worker. acquire: pairs with the
+	 * pushes' exchange, as the pops below do. */
+	uintptr_t entry = atomic_load_explicit(&a->mb.head, memory_order_acquire) &
+			  ~URA__MB_IDLE;
+
+	while ((m = ura__mb_pop(&a->mb, &r))) {
+		retire(w, a, r);
+		ura__inc(&w->st.received);
+		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph)) {
+			same++;
+		} else {
+			int poke = sys->hooks.phase_msg ? sys->hooks.phase_msg(w, a, m, &same) : 0;
+			aph = a->snap_ph ? URA__MF_PH : 0;
+			w->ph.cur = (uint8_t)(URA__MF_SNAPD | aph);
+			if (poke) {
+				if ((uintptr_t)m == entry || ++n >= sys->batch)
+					break;
+				continue;
+			}
+		}
+		if (ura__unlikely(a->state_kind != URA__A_ALIVE || m->to_gen != ura__own_gen(a))) {
+			/* Sent to an incarnation that has stopped. Keep going
+			 * until the mailbox is empty: nobody else will. */
+			if (a->state_kind == URA__A_ZOMBIE && m->kind == URA__MK_IO &&
+			    m->to_gen + 1 == ura__own_gen(a) && ura__io_untrack(a, m) == 0)
+				ura__bury(sys, w, a, 1);
+			ura__inc(&w->st.dead_letters);
+			if (++n >= sys->batch)
+				break;
+			continue;
+		}
+		int matched = deliver(&cx, m);
+		int became = a->became;
+		if (became)
+			redeliver_stash(&cx);
+		if (ura__unlikely(a->stopping)) {
+			ura__die(sys, w, a, 1);
+			if (++n >= sys->batch)
+				break;
+			continue;
+		}
+		if ((matched || became) && ((a->x && a->x->rt) || a->beh->timeout_ns))
+			ura__rt_rearm(sys, w, a);
+		if ((uintptr_t)m == entry || ++n >= sys->batch)
+			break;
+	}
+	ura__phase_recv(&w->ph, a->snap_ph, same);
+	/* Hand this turn's cross-node batches over before the actor can run
+	 * anywhere else: a thief must not overtake them. */
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
+	if (ura__mb_mark_idle(&a->mb))
+		return;
+	/* More messages (or a push half done): back of the queue. */
+	ura__schedule_back(w, a);
+}
+
+
+void ura__rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (a->x && a->x->rt) {
+		ura__timer_cancel(sys, w, a->x->rt);
+		a->x->rt = 0;
+	}
+	const ura_behavior *b = a->beh;
+	if (!b || !b->timeout_ns || !b->on_timeout || a->stopping)
+		return;
+	struct ura__actor_x *x = ura__actor_x(a);
+	if (!x) {
+		ura__log(&sys->log, URA_LOG_ERROR, "actor %s: receive timeout not armed: %s",
+			 a->cls->name, ura_strerror(-ENOMEM));
+		return;
+	}
+	ura_ref self = ura__self_ref(a);
+	struct ura__actor *ta = NULL;
+	struct ura_msg *m = NULL;
+	uint32_t seq = ++x->rt_seq;
+	uint64_t delay = b->timeout_ns > URA_MAX_DELAY ? URA_MAX_DELAY : b->timeout_ns;
+	if (ura__msg_make(sys, w, self, self, URA_TIMEOUT, NULL, 0, URA__MK_TIMEOUT, seq,
+		     &ta, &m) < 0)
+		return;
+	ura_timer h = ura__timer_arm(sys, w, self, delay, m);
+	if (h < 0) {
+		ura__msg_free(ura__pool_of(w), m);
+		ura__log(&sys->log, URA_LOG_ERROR, "actor %s: receive timeout not armed: %s",
+			 a->cls->name, ura_strerror((int)h));
+		return;
+	}
+	x->rt = h;
+}
+

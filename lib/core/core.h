@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The runtime's data: the system, its NUMA nodes and workers, and the
+ * handler context. Every layer above core reads these; what a layer above
+ * keeps per system or per worker hangs off them as a pointer to a type
+ * that layer defines (forward-declared here, never included), so core
+ * knows nothing of timers, I/O or snapshots but where their state is.
+ */
+#ifndef URA_CORE_H
+#define URA_CORE_H
+
+#include <pthread.h>
+
+#include "core/phase.h"
+#include "core/slot.h"
+#include "msg/msg.h"
+#include "ring/ring.h"
+
+/* State of the layers above, per worker or per system (each defined and
+ * owned by its own folder). */
+struct ura__timers;      /* time/timers.h: a worker's timer table and wheel */
+struct ura__timesys;     /* time/timers.h: arms from outside the workers */
+struct ura__io;          /* io/io.h: a worker's operations */
+struct ura__pool_threads; /* io/pool.h: a node's offload threads */
+struct ura__sigs;        /* io/signals.h: signal subscriptions */
+struct ura__groups;      /* actor/group.h: the system's groups */
+struct ura__snap;        /* snap/snap.h: snapshots */
+struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
+
+/* A worker's stealable run queue: a ring of actor pointers (Go's local
+ * run queue, read and rewritten). The owner pushes at tail; the owner and
+ * thieves take from head with a CAS, so a thief steals the oldest actor. */
+#define URA__RQ_SIZE 256u
+
+struct ura__runq {
+	_Atomic uint32_t head;  /* CAS by the owner and by thieves */
+	_Atomic uint32_t tail;  /* stored by the owner only (release) */
+	_Atomic(struct ura__actor *) buf[URA__RQ_SIZE];
+};
+
+/* A NUMA node: its workers are sys->workers[first .. first + count). */
+struct ura__node {
+	/* Actors made runnable here by threads of other nodes, or by threads
+	 * that are not workers. */
+	alignas(URA__CACHELINE) pthread_mutex_t inject_lock;
+	struct ura__actor *inject_head, *inject_tail;
+	_Atomic uint32_t inject_len;
+	unsigned first, count;
+	int id;                        /* the kernel's node number */
+	/* Messages from other nodes' workers: a stack of batches, newest
+	 * first (see core/outbox.c). One CAS per batch pushed; drained by
+	 * one of the node's workers at a time (`draining`). */
+	alignas(URA__CACHELINE) _Atomic(struct ura_msg *) inbox;
+	_Atomic int draining;
+};
+
+/* A worker's outbox for one other node: newest message first. */
+struct ura__outbox {
+	struct ura_msg *head, *tail;
+	unsigned count;
+};
+
+/* Counters a worker bumps with plain stores (ura__inc) and anyone reads. */
+struct ura__wstats {
+	_Atomic uint64_t spawned, stopped, sent, received, unmatched, stashed,
+		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
+		timers_armed, timers_fired, timers_cancelled,
+		signals, steals_remote, cross_node, flushes, flushed,
+		io_submitted, io_completed;
+};
+
+struct ura__worker {
+	/* Owner only: the hot state of the scheduling loop. */
+	ura_system *sys;
+	unsigned id;
+	unsigned node;                 /* dense node index */
+	int cpu;                       /* pinned CPU, -1 if none */
+	uint64_t local_dry_since;      /* local victims empty since (0: no) */
+	struct ura__outbox *outbox;    /* per node; NULL with one node */
+	unsigned outbox_dirty;         /* outboxes holding messages */
+	struct ura__actor *next;       /* LIFO slot: runs next, never stolen */
+	unsigned next_streak;          /* next-slot runs in a row */
+	unsigned tick;                 /* turns, for the inject-queue check */
+	uint32_t rng;
+	struct ura__actor *ovf_head, *ovf_tail; /* run-queue overflow */
+	struct ura__actor *free_slots; /* stopped actors' slots, reusable */
+	uint32_t idx_next, idx_end;    /* fresh slot indices reserved */
+	struct ura__pool pool;         /* message and record blocks */
+	struct ura__timers *tm;        /* time/ */
+	struct ura__io *io;            /* io/ */
+	struct ura__wrec *rec;         /* snap/ */
+	pthread_t thread;
+	int started;
+
+	/* Read by thieves. */
+	alignas(URA__CACHELINE) struct ura__runq rq;
+
+	/* Sleep/wake and quiescence: written by the owner, read by wakers
+	 * and by whoever checks for quiescence. */
+	alignas(URA__CACHELINE) _Atomic int sleeping;  /* in or near poller_wait */
+	_Atomic int wake_pending;      /* a wake was sent and not consumed */
+	_Atomic int idle;              /* looking for work, no turn running */
+	_Atomic uint64_t idle_epoch;   /* bumped on every idle -> busy */
+	struct ura__wstats st;         /* also the quiescence counters */
+	struct ura__wphase ph;         /* snapshot phase counters */
+
+	alignas(URA__CACHELINE) struct ura__poller poller;
+};
+
+/* What core calls in the layers above, on branches that are rare (the
+ * snapshot machinery, core/phase.h): set by those layers at init, so core
+ * depends on none of them. */
+struct ura__hooks {
+	/* A message whose parity differs from its actor's, or a poke: counts
+	 * it (with *same, the turn's count so far); true when it was a poke,
+	 * consumed. Token holder. */
+	int (*phase_msg)(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m,
+			 unsigned *same);
+	/* a (token held) is of another phase than the system: capture it. */
+	void (*capture)(struct ura__worker *w, struct ura__actor *a);
+};
+
+/* Sends from threads that are not workers, counted for quiescence and by
+ * phase (lib/snap): one counter, sharded by sending thread, since one
+ * shared counter cost a contended locked add per send with 20 sender
+ * threads (bench/mailbox). */
+#define URA__EXT_SHARDS 16
+struct ura__ext_shard {
+	alignas(URA__CACHELINE) _Atomic uint64_t msgs[2]; /* messages, by parity */
+	_Atomic uint64_t other;   /* other work counted as sent (a timer armed) */
+};
+
+struct ura_system {
+	/* Read-mostly configuration. */
+	unsigned nworkers;
+	unsigned batch;
+	uint64_t idle_wait_ns;
+	uint64_t spin_ns;
+	uint64_t timer_slack_ns;
+	unsigned pool_threads;         /* io/: offload threads per node */
+	unsigned io_wq_max;            /* io/: io-wq cap per ring */
+	int pin;
+	int want_uring;
+	int trace_unmatched;
+	/* Snapshots: the current phase's parity, read every turn (relaxed;
+	 * core/phase.h). */
+	_Atomic uint8_t snap_ph;
+	struct ura__logger log;
+	struct ura__hooks hooks;
+	struct ura__worker *workers;   /* nworkers, each cache-aligned */
+	const char *backend;
+
+	/* Flags everyone reads. */
+	alignas(URA__CACHELINE) _Atomic int shutdown;
+	_Atomic int started;
+	_Atomic int nsleeping;         /* workers in the sleep path */
+	_Atomic int nspinning;         /* workers spinning for work */
+	/* Work held by threads that are not workers (a snapshot thread):
+	 * the system is not quiescent while it is non-zero. */
+	_Atomic int held;
+
+	struct ura__ext_shard ext[URA__EXT_SHARDS];
+	_Atomic uint64_t ext_spawned;
+	_Atomic uint64_t ext_stopped;
+
+	struct ura__node *nodes;       /* nnodes, cache-aligned */
+	struct ura__arena arena;       /* the workers' pool slices */
+	unsigned nnodes;
+	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
+	uint64_t steal_remote_ns;      /* local victims empty this long first */
+	int numa_batch;                /* cross-node messages go through outboxes */
+	unsigned outbox_batch;         /* flush an outbox at this many */
+
+	/* The slot table (core/slots.c). */
+	alignas(URA__CACHELINE) pthread_mutex_t slot_lock;
+	_Atomic(struct ura__actor *) *chunks;  /* URA__MAX_CHUNKS pointers */
+	_Atomic uint32_t idx_hwm;      /* slot indices handed out so far */
+	struct ura__actor *ext_free;   /* under slot_lock */
+
+	/* Quiescence waiters (core/quiesce.c). */
+	alignas(URA__CACHELINE) pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	_Atomic int awaiters;
+	uint64_t q_gen;                /* under q_lock */
+	void *start_sync;              /* during ura__workers_start */
+
+	/* The layers above: each allocates and frees its own. */
+	struct ura__timesys *time;
+	struct ura__pool_threads *pools; /* nnodes */
+	struct ura__sigs *sigs;
+	struct ura__groups *groups;
+	struct ura__snap *snap;
+};
+
+/* A handler's view of the runtime (ura.h's ura_ctx). */
+struct ura_ctx {
+	ura_system *sys;
+	struct ura__worker *w;   /* NULL: init running off the workers */
+	struct ura__actor *a;
+	struct ura_msg *m;       /* NULL in init */
+	void *req_data;
+};
+
+/* The worker running on this thread, if any (for -EDEADLK checks). */
+extern _Thread_local struct ura__worker *ura__current_worker;
+
+/* The worker of this thread if it belongs to sys: calls made on a worker
+ * thread outside a handler still use that worker's pool and counters. */
+static inline struct ura__worker *ura__thread_worker(ura_system *sys)
+{
+	struct ura__worker *w = ura__current_worker;
+	return w && w->sys == sys ? w : NULL;
+}
+
+static inline struct ura__pool *ura__pool_of(struct ura__worker *w)
+{
+	return w ? &w->pool : NULL;
+}
+
+/* The actor's state and its size (0 without state); URA_G_FIELD reads it
+ * and must not read past its end. */
+static inline void *ura__ctx_state(const ura_ctx *cx, size_t *size)
+{
+	*size = cx->a->state ? cx->a->cls->state_size : 0;
+	return cx->a->state;
+}
+
+/* The bound value (ura_become_bound); type 0 if none. */
+static inline ura_value ura__ctx_bound(const ura_ctx *cx)
+{
+	if (cx->a->x)
+		return cx->a->x->bound;
+	ura_value z;
+	z.type = 0;
+	z.len = 0;
+	z.u.i64 = 0;
+	return z;
+}
+
+/* The phase stamp for a message a thread that runs no turn sends. */
+static inline uint8_t ura__phase_stamp(ura_system *sys)
+{
+	return ura__phase_stamp_of(&sys->snap_ph);
+}
+
+/* core/slots.c */
+/* The slot of index idx, or NULL (never handed out). Any thread. */
+struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx);
+/* A slot whose token the caller then holds, or NULL (-ENOMEM); w: the
+ * calling worker (its free list), NULL off the workers. */
+struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w);
+/* Gives a stopped actor's slot back (token still held). */
+void ura__slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+/* The live actor r names, or NULL (stopped, stale, never). Any thread. */
+struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r);
+/* The side record, made on first use; NULL without memory. Token holder. */
+struct ura__actor_x *ura__actor_x(struct ura__actor *a);
+/* Frees the side record and the lists of every layer in it. */
+void ura__actor_x_free(struct ura__actor *a);
+/* System life: the table (and, at destroy, its chunks). */
+int ura__slots_init(ura_system *sys);
+void ura__slots_fini(ura_system *sys);
+
+#endif

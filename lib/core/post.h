@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * THE post path. Every message enters a mailbox through ura__post: a send
+ * from a handler or from any thread (core/send.c), a delayed send firing
+ * (time/), an I/O completion or signal (io/), a group's fan-out and a
+ * request's reply (actor/), a snapshot's poke and a restore's queued
+ * messages (snap/). The hot same-node path (ura__msg_make, the counts,
+ * ura__post) is inline here: a send costs what it did when it was one
+ * file.
+ */
+#ifndef URA_CORE_POST_H
+#define URA_CORE_POST_H
+
+#include "core/outbox.h"
+#include "core/quiesce.h"
+#include "core/sched.h"
+
+/* Checks a send to `to` and builds its message: nothing is counted or
+ * pushed. -EINVAL (no tag), the value errors of ura__msg_size, -ESRCH
+ * (`to` is not alive), -ESHUTDOWN, -ENOMEM. */
+static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref from,
+				ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
+				uint8_t kind, uint32_t req, struct ura__actor **ap,
+				struct ura_msg **mp)
+{
+	if (ura__unlikely(!sys || !tag))
+		return -EINVAL;
+	long size = ura__msg_size(vals, n);
+	if (ura__unlikely(size < 0))
+		return (int)size;
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(to));
+	uint32_t gen = ura__ref_gen(to);
+	/* acquire: pairs with the release stores of gen at spawn and stop. */
+	if (ura__unlikely(!a || !(gen & 1) ||
+			  atomic_load_explicit(&a->gen, memory_order_acquire) != gen))
+		return -ESRCH;
+	if (ura__unlikely(atomic_load_explicit(&sys->shutdown, memory_order_relaxed)))
+		return -ESHUTDOWN;
+	struct ura_msg *m = ura__msg_alloc(ura__pool_of(w), (size_t)size);
+	if (ura__unlikely(!m))
+		return -ENOMEM;
+	ura__msg_fill(m, tag, from, vals, n);
+	m->to_gen = gen;
+	m->kind = kind;
+	m->req = req;
+	/* The sender's phase (core/phase.h): the turn's actor on a worker,
+	 * the system's elsewhere. */
+	m->flags = w ? w->ph.cur : ura__phase_stamp(sys);
+	*ap = a;
+	*mp = m;
+	return 0;
+}
+
+/* Counts a message as sent, by whoever sends it, before it is posted: the
+ * receiver may handle it at once, and the quiescence check must never see
+ * handled > sent. */
+static inline void ura__count_sent(ura_system *sys, struct ura__worker *w,
+				   const struct ura_msg *m)
+{
+	if (w) {
+		ura__inc(&w->st.sent);
+		ura__phase_sent(&w->ph, m);
+	} else {
+		ura__ext_count(sys, m);
+	}
+}
+
+/* The last step of every post: into the mailbox, and the push that finds
+ * it idle schedules the actor (on w, or through its node's inject queue
+ * with w NULL). A caller that holds a's token pushes without scheduling
+ * (the mailbox is not idle while the token is held). */
+static inline void ura__deliver(ura_system *sys, struct ura__worker *w,
+				struct ura__actor *a, struct ura_msg *m)
+{
+	if (ura__mb_push(&a->mb, m))
+		ura__schedule(sys, w, a);
+}
+
+/* Posts a counted message m to actor a. `home` is the sending actor's node
+ * (the worker's when no actor sends). Whether a message is batched depends
+ * only on the sender's and the target's homes, never on where the sender
+ * happens to run: a stolen actor keeps routing as it did at home, so its
+ * messages to one target never take two paths and overtake each other. */
+static inline void ura__post(ura_system *sys, struct ura__worker *w, unsigned home,
+			     struct ura__actor *a, struct ura_msg *m)
+{
+	/* To another node: batched through this worker's outbox. */
+	unsigned to_node = ura__home(a);
+	if (w && to_node != home && sys->numa_batch) {
+		ura__outbox_add(w, to_node, a, m);
+		return;
+	}
+	ura__deliver(sys, w, a, m);
+}
+
+/* make + count + post: a send of values. */
+static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
+				ura_ref from, ura_ref to, ura_atom tag,
+				const ura_value *vals, unsigned n, uint8_t kind, uint32_t req)
+{
+	struct ura__actor *a = NULL;
+	struct ura_msg *m = NULL;
+	int rc = ura__msg_make(sys, w, from, to, tag, vals, n, kind, req, &a, &m);
+	if (ura__unlikely(rc < 0))
+		return rc;
+	ura__count_sent(sys, w, m);
+	ura__post(sys, w, home, a, m);
+	return 0;
+}
+
+/* core/send.c */
+/* A send on behalf of `from` (an actor of w's, or URA_NOREF), routed from
+ * from's home node (w's node without one): groups, signals. */
+int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
+	      ura_atom tag, const ura_value *vals, unsigned n);
+/* Posts a message made earlier and already counted as sent (a delayed
+ * send firing, an I/O completion) from worker w to `to`. A target that
+ * stopped meanwhile drops it as a dead letter (its generation no longer
+ * matches m->to_gen). */
+void ura__post_made(struct ura__worker *w, ura_ref to, struct ura_msg *m);
+
+#endif

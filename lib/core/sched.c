@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run queues: the LIFO "next" slot, a stealable ring per worker with a
+ * private overflow, per-node inject queues for wakes from other nodes and
+ * from outside; stealing (node first), and waking sleeping peers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/sched.h"
+
+_Thread_local struct ura__worker *ura__current_worker;
+#if defined(__SANITIZE_THREAD__)
+_Atomic int ura__fence_dummy;
+#endif
+
+/* ---- waking --------------------------------------------------------- */
+
+int ura__wake(struct ura__worker *self, struct ura__worker *v)
+{
+	if (!atomic_load_explicit(&v->sleeping, memory_order_seq_cst))
+		return 0;
+	/* One wake per sleep: the sleeper clears wake_pending when it gets
+	 * up, so a second waker finds it set and leaves it to the first. */
+	if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
+		return 1;
+	if (self) {
+		ura__poller_wake_from(&self->poller, &v->poller);
+		ura__inc(&self->st.wakeups);
+	} else {
+		ura__poller_wake(&v->poller);
+	}
+	return 1;
+}
+
+/* Wakes the first sleeper among workers [first, first + count), looking
+ * from `start` on (the waker's neighbours first: same node, warm caches). */
+static void wake_among(ura_system *sys, struct ura__worker *self, unsigned first,
+		       unsigned count, unsigned start)
+{
+	for (unsigned i = 0; i < count; i++) {
+		struct ura__worker *v = &sys->workers[first + (start + i) % count];
+		if (v != self && ura__wake(self, v))
+			return;
+	}
+}
+
+/* There is stealable work: make sure someone will come for it. */
+static inline void maybe_wake(ura_system *sys, struct ura__worker *self)
+{
+	/* seq_cst fence: pairs with the fence after a sleeper's store to
+	 * its `sleeping` flag (runtime/worker.c). Either we see the flag, or
+	 * the sleeper's recheck sees our work: never neither (Dekker). */
+	ura__fence_seq_cst();
+	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
+		return;
+	/* A spinning worker finds the work itself; waking a sleeper as well
+	 * would pay a wake (tens of us on a VM) for nothing. */
+	if (atomic_load_explicit(&sys->nspinning, memory_order_relaxed))
+		return;
+	wake_among(sys, self, 0, sys->nworkers, self ? self->id + 1 : 0);
+}
+
+/* ---- scheduling ----------------------------------------------------- */
+
+void ura__push_local(struct ura__worker *w, struct ura__actor *a)
+{
+	if (!w->ovf_head && ura__rq_push(&w->rq, a)) {
+		maybe_wake(w->sys, w);
+		return;
+	}
+	/* Full ring: the overflow list is private; it refills the ring as
+	 * the ring drains (see ura__pick). */
+	a->link = NULL;
+	if (w->ovf_tail)
+		w->ovf_tail->link = a;
+	else
+		w->ovf_head = a;
+	w->ovf_tail = a;
+}
+
+/* Wakes one sleeping worker of node `nd` (none if one of them spins). */
+static void wake_node(ura_system *sys, struct ura__worker *self, unsigned nd)
+{
+	ura__fence_seq_cst(); /* pairs with the sleeper's fence (see maybe_wake) */
+	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
+		return;
+	wake_among(sys, self, sys->nodes[nd].first, sys->nodes[nd].count, 0);
+}
+
+/* Makes `a` runnable on its home node from a thread of another node, or
+ * from a thread that is not a worker. */
+static void inject(ura_system *sys, struct ura__worker *self, struct ura__actor *a,
+		   unsigned nd)
+{
+	struct ura__node *n = &sys->nodes[nd];
+	a->link = NULL;
+	pthread_mutex_lock(&n->inject_lock);
+	if (n->inject_tail)
+		n->inject_tail->link = a;
+	else
+		n->inject_head = a;
+	n->inject_tail = a;
+	atomic_fetch_add_explicit(&n->inject_len, 1, memory_order_relaxed);
+	pthread_mutex_unlock(&n->inject_lock);
+	/* Not a->home_node: once queued, the actor is no longer ours to read. */
+	wake_node(sys, self, nd);
+}
+
+struct ura__actor *ura__inject_pop(struct ura__worker *w)
+{
+	struct ura__node *n = &w->sys->nodes[w->node];
+	if (!atomic_load_explicit(&n->inject_len, memory_order_relaxed))
+		return NULL;
+	pthread_mutex_lock(&n->inject_lock);
+	struct ura__actor *a = n->inject_head;
+	if (a) {
+		n->inject_head = a->link;
+		if (!n->inject_head)
+			n->inject_tail = NULL;
+		atomic_fetch_sub_explicit(&n->inject_len, 1, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&n->inject_lock);
+	return a;
+}
+
+void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	unsigned home = ura__home(a); /* we hold its token: exact */
+	if (!w || w->node != home) {
+		/* Woken from another node: the actor goes home. */
+		inject(sys, w, a, home);
+		return;
+	}
+	/* The woken actor runs next on this worker, where the message it got
+	 * is still in cache; whoever held the slot goes to the queue, where
+	 * an idle peer may steal it. */
+	struct ura__actor *old = w->next;
+	w->next = a;
+	if (old)
+		ura__push_local(w, old);
+}
+
+void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)
+{
+	ura__push_local(w, a);
+}
+
+/* Refills the ring from the private overflow list, oldest first, so the
+ * overflow becomes stealable and nothing waits behind later arrivals. */
+void ura__refill(struct ura__worker *w)
+{
+	while (w->ovf_head && ura__rq_push(&w->rq, w->ovf_head)) {
+		w->ovf_head = w->ovf_head->link;
+		if (!w->ovf_head)
+			w->ovf_tail = NULL;
+	}
+}
+
+static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
+				      unsigned count)
+{
+	ura_system *sys = w->sys;
+	w->rng = w->rng * 1103515245u + 12345u;
+	unsigned start = count ? (w->rng >> 16) % count : 0;
+	for (unsigned i = 0; i < count; i++) {
+		struct ura__worker *v = &sys->workers[first + (start + i) % count];
+		if (v == w || !ura__rq_len(&v->rq))
+			continue; /* known empty: no CAS, no cache-line steal */
+		struct ura__actor *a = ura__rq_pop(&v->rq);
+		if (a)
+			return a;
+	}
+	return NULL;
+}
+
+/* Same node first; other nodes only once this node has had nothing to
+ * steal for steal_remote_ns (a remote actor drags its memory along). */
+static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
+{
+	ura_system *sys = w->sys;
+	struct ura__node *n = &sys->nodes[w->node];
+	struct ura__actor *a = steal_range(w, n->first, n->count);
+	if (a) {
+		ura__inc(&w->st.steals);
+		w->local_dry_since = 0;
+		return a;
+	}
+	if (sys->nnodes == 1)
+		return NULL;
+	if (!w->local_dry_since) {
+		w->local_dry_since = now;
+		return NULL;
+	}
+	if (now - w->local_dry_since < sys->steal_remote_ns)
+		return NULL;
+	for (unsigned k = 1; k < sys->nnodes; k++) {
+		struct ura__node *r = &sys->nodes[(w->node + k) % sys->nnodes];
+		if ((a = steal_range(w, r->first, r->count))) {
+			ura__inc(&w->st.steals);
+			ura__inc(&w->st.steals_remote);
+			return a;
+		}
+	}
+	return NULL;
+}
+
+struct ura__actor *ura__find_stealable(struct ura__worker *w, uint64_t now)
+{
+	struct ura__actor *a = ura__inject_pop(w);
+	return a ? a : steal(w, now);
+}
+
+int ura__has_local(struct ura__worker *w)
+{
+	return w->next || w->ovf_head || ura__rq_len(&w->rq);
+}
+
+int ura__sched_visible(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	if (atomic_load_explicit(&sys->nodes[w->node].inject_len, memory_order_relaxed))
+		return 1;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (ura__rq_len(&sys->workers[i].rq))
+			return 1;
+	return 0;
+}

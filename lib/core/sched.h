@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run queues, stealing and wakeups (core/sched.c). The loop that drives
+ * them is lib/runtime/worker.c.
+ */
+#ifndef URA_CORE_SCHED_H
+#define URA_CORE_SCHED_H
+
+#include "core/core.h"
+
+/* Makes a newly woken actor runnable: on worker w (the caller's, which
+ * runs it next) or, with w NULL or of another node, through its home
+ * node's inject queue. The caller holds the actor's token and gives it
+ * to the run queue. */
+void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+/* Puts an actor that used up its turn at the back of w's run queue. */
+void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
+/* Wakes v if it is asleep (one wake per sleep); self: the waking worker,
+ * NULL off the workers. True if v sleeps (and is, or was, woken). */
+int ura__wake(struct ura__worker *self, struct ura__worker *v);
+/* Owner, idle: an actor from the node's inject queue or stolen from a
+ * peer (same node first; other nodes after steal_remote_ns), or NULL. */
+struct ura__actor *ura__find_stealable(struct ura__worker *w, uint64_t now);
+/* Owner: actors runnable on this worker. */
+int ura__has_local(struct ura__worker *w);
+/* Owner, after its seq_cst fence before sleeping: work another thread
+ * made visible to the run queues (the inject queue, a peer's queue). */
+int ura__sched_visible(struct ura__worker *w);
+
+/* After this many next-slot runs in a row, the run queue goes first: two
+ * actors ping-ponging through the slot must not starve the queue. */
+#define URA__NEXT_STREAK_MAX 32
+/* Every this many picks, look at the inject queue before local work, so
+ * sends from outside are served even on a saturated worker (Go: 61). */
+#define URA__INJECT_EVERY 61
+
+/* ---- run queue ------------------------------------------------------ */
+
+static inline uint32_t ura__rq_len(struct ura__runq *q)
+{
+	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+	uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+	return t - h;
+}
+
+/* Owner only. */
+static inline int ura__rq_push(struct ura__runq *q, struct ura__actor *a)
+{
+	uint32_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	/* acquire: pairs with the CAS on head by consumers, so the slot we
+	 * are about to overwrite was read before they advanced head. */
+	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+	if (t - h >= URA__RQ_SIZE)
+		return 0;
+	atomic_store_explicit(&q->buf[t % URA__RQ_SIZE], a, memory_order_relaxed);
+	/* release: publishes the slot (and, through the token chain, the
+	 * actor) to consumers that acquire tail. */
+	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+	return 1;
+}
+
+/* Owner or thief: takes the oldest entry. */
+static inline struct ura__actor *ura__rq_pop(struct ura__runq *q)
+{
+	for (;;) {
+		uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+		uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+		if (h == t)
+			return NULL;
+		if (t - h > URA__RQ_SIZE)
+			continue; /* torn read of a moving queue */
+		/* This read may see a slot the owner is reusing, but only when
+		 * head has moved past h, and then the CAS below fails. */
+		struct ura__actor *a = atomic_load_explicit(&q->buf[h % URA__RQ_SIZE],
+							    memory_order_relaxed);
+		/* acq_rel: release orders our read of the slot before the
+		 * owner may overwrite it (pairs with its acquire of head). */
+		if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + 1,
+							  memory_order_acq_rel,
+							  memory_order_relaxed))
+			return a;
+	}
+}
+
+/* Out of line, for the rare branches of ura__pick. */
+void ura__refill(struct ura__worker *w);
+struct ura__actor *ura__inject_pop(struct ura__worker *w);
+void ura__push_local(struct ura__worker *w, struct ura__actor *a);
+
+/* Owner: the next actor to run from w's own queues (the next slot, the
+ * run queue, the node's inject queue), or NULL. Inline: once per turn. */
+static inline struct ura__actor *ura__pick(struct ura__worker *w)
+{
+	struct ura__actor *a;
+	if (w->ovf_head)
+		ura__refill(w);
+	if (++w->tick % URA__INJECT_EVERY == 0 && (a = ura__inject_pop(w)))
+		return a;
+	if (w->next) {
+		if (w->next_streak < URA__NEXT_STREAK_MAX || !ura__rq_len(&w->rq)) {
+			a = w->next;
+			w->next = NULL;
+			w->next_streak++;
+			return a;
+		}
+		ura__push_local(w, w->next);
+		w->next = NULL;
+	}
+	w->next_streak = 0;
+	if ((a = ura__rq_pop(&w->rq)))
+		return a;
+	return ura__inject_pop(w);
+}
+
+#endif

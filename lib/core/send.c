@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* Sends (ura_send) and the post of messages made ahead of time. */
+#include <errno.h>
+
+#include "core/post.h"
+
+URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
+			  const ura_value *vals, unsigned n)
+{
+	if (ura__unlikely(!cx))
+		return -EINVAL;
+	return ura__send_msg(cx->sys, cx->w, ura__home(cx->a), ura__self_ref(cx->a), to, tag,
+			     vals, n, URA__MK_PLAIN, 0);
+}
+
+URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
+			  const ura_value *vals, unsigned n)
+{
+	if (!sys)
+		return -EINVAL;
+	struct ura__worker *w = ura__thread_worker(sys);
+	return ura__send_msg(sys, w, w ? w->node : 0, URA_NOREF, to, tag, vals, n,
+			     URA__MK_PLAIN, 0);
+}
+
+int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
+	      ura_atom tag, const ura_value *vals, unsigned n)
+{
+	unsigned home = w ? w->node : 0;
+	if (w && !ura_ref_null(from)) {
+		struct ura__actor *fa = ura__slot_get(sys, ura__ref_idx(from));
+		if (fa)
+			home = ura__home(fa); /* the sender holds its own token */
+	}
+	return ura__send_msg(sys, w, home, from, to, tag, vals, n, URA__MK_PLAIN, 0);
+}
+
+void ura__post_made(struct ura__worker *w, ura_ref to, struct ura_msg *m)
+{
+	struct ura__actor *a = ura__slot_get(w->sys, ura__ref_idx(to));
+	if (!a) { /* cannot happen: refs are checked when the message is made */
+		ura__msg_free(&w->pool, m);
+		ura__inc(&w->st.received);
+		ura__inc(&w->st.dead_letters);
+		return;
+	}
+	/* A delayed send counts in its phase when it fires; a message not
+	 * made by ura__msg_make is an input from outside, stamped now
+	 * (core/phase.h). */
+	if (ura__unlikely(!(m->flags & URA__MF_SNAPD)))
+		m->flags |= ura__phase_stamp(w->sys) | URA__MF_NOSNAP;
+	ura__phase_sent(&w->ph, m);
+	ura__post(w->sys, w, w->node, a, m);
+}

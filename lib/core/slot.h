@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Actor slots. Actors live in slots of a table that only grows. A slot is
+ * reused by later incarnations (each with a new generation) but never
+ * freed before the system, so a stale ref always finds valid memory: the
+ * generation check turns it into -ESRCH, and a send that races the stop
+ * carries the old generation in the message, which the receiver drops as
+ * a dead letter.
+ *
+ * The slot is the runtime's data (core); the layers above own some of its
+ * fields, marked below. Each layer reads and writes only its own fields,
+ * and only while it holds the actor's token (core/mailbox.h).
+ */
+#ifndef URA_CORE_SLOT_H
+#define URA_CORE_SLOT_H
+
+#include <errno.h>
+#include <stddef.h>
+
+#include "core/mailbox.h"
+
+struct ura__pending;  /* actor/: a request awaiting its reply */
+
+enum {
+	URA__A_FREE = 0, /* no incarnation (never spawned, or stopped) */
+	URA__A_ALIVE = 1,
+	/* Stopped with I/O in flight: its ref is stale, its operations are
+	 * being cancelled, and its destroy callback waits for their final
+	 * completions (the kernel may still write to its buffers). */
+	URA__A_ZOMBIE = 2,
+};
+
+struct ura__actor {
+	struct ura__mailbox mb;
+	/* The stub node of an actor that never received a message. */
+	_Atomic(struct ura_msg *) stub;
+	/* Odd while alive: bumped at spawn and at stop. Read by senders
+	 * (acquire), written by the token holder (release). */
+	_Atomic uint32_t gen;
+	uint32_t idx;
+	/* Fields below: only the token holder. */
+	uint8_t state_kind;      /* URA__A_* (actor/) */
+	uint8_t stopping;        /* ura_stop() called in this turn (actor/) */
+	uint8_t became;          /* become in this turn: re-deliver stash (actor/) */
+	uint8_t inline_state : 1;  /* state lives in `inl` (actor/) */
+	uint8_t snap_ph : 1;       /* phase parity it was captured in (core/phase.h) */
+	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
+	/* The node it lives on (placement). Written at spawn by the token
+	 * holder, read by senders that do not hold the token (routing):
+	 * relaxed, since a read that races a respawn of the slot only
+	 * misroutes a message the generation check turns into a dead letter. */
+	_Atomic uint16_t home_node;
+	const ura_class *cls;        /* actor/ */
+	/* States up to this size live here: no second allocation, and an
+	 * idle actor with a small state fits in two cache lines. Aligned as
+	 * malloc aligns (max_align_t), so any state type fits. */
+	_Alignas(16) unsigned char inl[40];
+	const ura_behavior *beh;     /* actor/ */
+	void *state;                 /* `inl`, or a heap block for big states */
+	struct ura__actor *link;     /* run-queue overflow or inject queue */
+	struct ura__actor *free_link; /* free-slot list (a separate link: a
+	                                 free slot can still be scheduled by
+	                                 a stale send, see ura__actor_turn) */
+	struct ura__actor_x *x;      /* what few actors use; NULL until then */
+};
+
+/* The parts of an actor most never use, allocated on first use
+ * (ura__actor_x) and freed when it stops (ura__actor_x_free): the slot
+ * stays at 128 bytes (bench/actor_creation's bytes per idle actor). Each
+ * field belongs to the layer named beside it. */
+struct ura__actor_x {
+	ura_value bound;                    /* actor/: ura_become_bound */
+	struct ura_msg *stash, *stash_tail; /* actor/: stashed, oldest first */
+	struct ura__pending *pending;       /* actor/: requests awaiting replies */
+	int64_t rt;                         /* actor/: pending receive timeout, or 0 */
+	uint32_t next_req;                  /* actor/ */
+	uint32_t rt_seq;                    /* actor/: receive-timeout generation */
+	struct ura__ids *timers;            /* time/: delayed sends it armed */
+	struct ura__ids *io;                /* io/: operations in flight */
+};
+
+_Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
+_Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");
+
+static inline unsigned ura__home(struct ura__actor *a)
+{
+	return atomic_load_explicit(&a->home_node, memory_order_relaxed);
+}
+
+/* Slots come in chunks; chunk pointers never move. */
+#define URA__CHUNK_SHIFT 10
+#define URA__CHUNK (1u << URA__CHUNK_SHIFT)
+#define URA__MAX_CHUNKS (1u << 16) /* 64 Mi actor slots */
+
+static inline ura_ref ura__ref_make(uint32_t idx, uint32_t gen)
+{
+	ura_ref r = { ((uint64_t)gen << 32) | idx };
+	return r;
+}
+static inline uint32_t ura__ref_idx(ura_ref r) { return (uint32_t)r.id; }
+static inline uint32_t ura__ref_gen(ura_ref r) { return (uint32_t)(r.id >> 32); }
+
+/* Token holder: the generation (it is the only writer, so relaxed is
+ * exact) and the ref of the current incarnation. */
+static inline uint32_t ura__own_gen(struct ura__actor *a)
+{
+	return atomic_load_explicit(&a->gen, memory_order_relaxed);
+}
+static inline ura_ref ura__self_ref(struct ura__actor *a)
+{
+	return ura__ref_make(a->idx, ura__own_gen(a));
+}
+
+#endif

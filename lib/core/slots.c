@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* The slot table (core/slot.h): chunks of slots that never move. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+
+struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
+{
+	/* acquire: pairs with the release of idx_hwm / chunk publication
+	 * in reserve(), so an index below hwm has an initialised chunk or
+	 * a NULL we treat as "no such actor". */
+	if (idx == 0 || idx >= atomic_load_explicit(&sys->idx_hwm, memory_order_acquire))
+		return NULL;
+	struct ura__actor *c = atomic_load_explicit(&sys->chunks[idx >> URA__CHUNK_SHIFT],
+						    memory_order_acquire);
+	return c ? &c[idx & (URA__CHUNK - 1)] : NULL;
+}
+
+struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r)
+{
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
+	uint32_t gen = ura__ref_gen(r);
+	/* acquire: pairs with the release stores of gen at spawn and stop. */
+	return a && (gen & 1) && atomic_load_explicit(&a->gen, memory_order_acquire) == gen ?
+		       a : NULL;
+}
+
+/* Makes sure the chunks holding [base, base+n) exist; slot_lock held. */
+static int ensure_chunks(ura_system *sys, uint32_t base, uint32_t n)
+{
+	for (uint32_t c = base >> URA__CHUNK_SHIFT; c <= (base + n - 1) >> URA__CHUNK_SHIFT; c++) {
+		if (c >= URA__MAX_CHUNKS)
+			return -ENOMEM;
+		if (atomic_load_explicit(&sys->chunks[c], memory_order_relaxed))
+			continue;
+		struct ura__actor *chunk = ura__calloc(URA__CHUNK, sizeof *chunk);
+		if (!chunk)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < URA__CHUNK; i++) {
+			chunk[i].idx = c * URA__CHUNK + i;
+			ura__mb_init(&chunk[i].mb, (struct ura_msg *)&chunk[i].stub);
+		}
+		/* release: publishes the initialised slots to ura__slot_get. */
+		atomic_store_explicit(&sys->chunks[c], chunk, memory_order_release);
+	}
+	return 0;
+}
+
+/* Reserves n fresh slot indices; returns the first or 0. */
+static uint32_t reserve(ura_system *sys, uint32_t n)
+{
+	pthread_mutex_lock(&sys->slot_lock);
+	uint32_t base = atomic_load_explicit(&sys->idx_hwm, memory_order_relaxed);
+	if ((uint64_t)base + n > (uint64_t)URA__MAX_CHUNKS * URA__CHUNK ||
+	    ensure_chunks(sys, base, n) < 0) {
+		pthread_mutex_unlock(&sys->slot_lock);
+		return 0;
+	}
+	/* release: pairs with the acquire in ura__slot_get. */
+	atomic_store_explicit(&sys->idx_hwm, base + n, memory_order_release);
+	pthread_mutex_unlock(&sys->slot_lock);
+	return base;
+}
+
+struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w)
+{
+	struct ura__actor *a;
+	if (w) {
+		a = w->free_slots;
+		if (a) {
+			w->free_slots = a->free_link;
+			/* A stale send may have scheduled the dead slot; then
+			 * leave it on the list and take a fresh one. */
+			if (ura__mb_claim(&a->mb))
+				return a;
+			a->free_link = w->free_slots;
+			w->free_slots = a;
+		}
+		if (w->idx_next == w->idx_end) {
+			uint32_t base = reserve(sys, 64);
+			if (!base)
+				return NULL;
+			w->idx_next = base;
+			w->idx_end = base + 64;
+		}
+		a = ura__slot_get(sys, w->idx_next++);
+	} else {
+		pthread_mutex_lock(&sys->slot_lock);
+		a = sys->ext_free;
+		if (a && ura__mb_claim(&a->mb)) {
+			sys->ext_free = a->free_link;
+			pthread_mutex_unlock(&sys->slot_lock);
+			return a;
+		}
+		pthread_mutex_unlock(&sys->slot_lock);
+		uint32_t base = reserve(sys, 1);
+		a = base ? ura__slot_get(sys, base) : NULL;
+	}
+	if (a && !ura__mb_claim(&a->mb))
+		a = NULL; /* cannot happen: a fresh slot is idle and unknown */
+	return a;
+}
+
+void ura__slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (w) {
+		a->free_link = w->free_slots;
+		w->free_slots = a;
+	} else {
+		pthread_mutex_lock(&sys->slot_lock);
+		a->free_link = sys->ext_free;
+		sys->ext_free = a;
+		pthread_mutex_unlock(&sys->slot_lock);
+	}
+}
+
+struct ura__actor_x *ura__actor_x(struct ura__actor *a)
+{
+	if (!a->x)
+		a->x = ura__calloc(1, sizeof *a->x);
+	return a->x;
+}
+
+void ura__actor_x_free(struct ura__actor *a)
+{
+	if (a->x) {
+		free(a->x->io);
+		free(a->x->timers);
+	}
+	free(a->x);
+	a->x = NULL;
+}
+
+int ura__slots_init(ura_system *sys)
+{
+	sys->chunks = ura__calloc(URA__MAX_CHUNKS, sizeof *sys->chunks);
+	if (!sys->chunks)
+		return -ENOMEM;
+	atomic_store_explicit(&sys->idx_hwm, 1, memory_order_relaxed); /* 0: the null ref */
+	pthread_mutex_init(&sys->slot_lock, NULL);
+	return 0;
+}
+
+void ura__slots_fini(ura_system *sys)
+{
+	if (!sys->chunks)
+		return;
+	for (uint32_t c = 0; c < URA__MAX_CHUNKS; c++)
+		free(atomic_load_explicit(&sys->chunks[c], memory_order_relaxed));
+	free(sys->chunks);
+	sys->chunks = NULL;
+	pthread_mutex_destroy(&sys->slot_lock);
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Node-local pools of message blocks (msg/msg.h): one reservation, a slice
+ * per worker, blocks returned to their owner in batches.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <numaif.h>
+
+#include "msg/msg.h"
+
+static const uint32_t class_size[URA__POOL_CLASSES] = { 64, 128, 256, 512, 1024, 2048 };
+
+static inline unsigned size_class(size_t size)
+{
+	if (size <= 64)
+		return 0;
+	if (size > 2048)
+		return URA__POOL_BIG;
+	/* 65..128 -> 1, 129..256 -> 2, ... */
+	return (unsigned)(64 - __builtin_clzll((uint64_t)(size - 1))) - 6;
+}
+
+/* ---- the arena --------------------------------------------------------- */
+
+/* Per worker and class: 1/8 of the worker's slice (6 classes used). */
+#define SLICE_SHIFT 28 /* 256 MiB of address space per worker, reserved only */
+#define CLASS_SHIFT (SLICE_SHIFT - 3)
+
+int ura__arena_init(struct ura__arena *a, unsigned workers)
+{
+	memset(a, 0, sizeof *a);
+	size_t per = (size_t)1 << SLICE_SHIFT;
+	/* Address space only: MAP_NORESERVE commits nothing until a worker
+	 * touches a page, and that first touch places it on its node. */
+	void *base = mmap(NULL, per * workers, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	a->inbox = aligned_alloc(URA__CACHELINE, workers * sizeof *a->inbox);
+	if (!a->inbox) {
+		munmap(base, per * workers);
+		return -ENOMEM;
+	}
+	memset(a->inbox, 0, workers * sizeof *a->inbox);
+	a->base = base;
+	a->per = per;
+	a->shift = SLICE_SHIFT;
+	a->n = workers;
+	return 0;
+}
+
+void ura__arena_fini(struct ura__arena *a)
+{
+	if (a->base)
+		munmap(a->base, a->per * a->n);
+	free(a->inbox);
+	memset(a, 0, sizeof *a);
+}
+
+int ura__arena_bind(struct ura__arena *a, unsigned w, int node)
+{
+	if (node < 0 || node >= (int)(8 * sizeof(unsigned long)))
+		return -EINVAL;
+	unsigned long mask = 1ul << node;
+	/* MPOL_PREFERRED, not BIND: a full node spills over instead of
+	 * failing an allocation. */
+	if (mbind(a->base + (size_t)w * a->per, a->per, MPOL_PREFERRED, &mask,
+		  8 * sizeof mask, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Owner worker of p, or -1 when p is not an arena block. */
+static inline int arena_owner(const struct ura__arena *a, const void *p)
+{
+	if (!a || (const char *)p < a->base)
+		return -1;
+	size_t off = (size_t)((const char *)p - a->base);
+	size_t w = off >> a->shift;
+	return w < a->n ? (int)w : -1;
+}
+
+static inline unsigned arena_class(const struct ura__arena *a, const void *p)
+{
+	size_t off = (size_t)((const char *)p - a->base) & (a->per - 1);
+	return (unsigned)(off >> CLASS_SHIFT);
+}
+
+int ura__pool_init(struct ura__pool *p, struct ura__arena *a, unsigned owner)
+{
+	memset(p, 0, sizeof *p);
+	if (!a)
+		return 0;
+	p->ret = ura__calloc(a->n, sizeof *p->ret);
+	if (!p->ret)
+		return -ENOMEM;
+	p->arena = a;
+	p->owner = owner;
+	char *slice = a->base + (size_t)owner * a->per;
+	for (unsigned c = 0; c < URA__POOL_CLASSES; c++) {
+		p->bump[c] = slice + ((size_t)c << CLASS_SHIFT);
+		p->end[c] = p->bump[c] + ((size_t)1 << CLASS_SHIFT);
+	}
+	return 0;
+}
+
+static void give_back(struct ura__pool *p, unsigned owner)
+{
+	struct ura__pool_ret *r = &p->ret[owner];
+	_Atomic(void *) *top = &p->arena->inbox[owner].head;
+	void *old = atomic_load_explicit(top, memory_order_relaxed);
+	do {
+		*(void **)r->tail = old;
+		/* release: the owner's exchange (acquire) sees the links. */
+	} while (!atomic_compare_exchange_weak_explicit(top, &old, r->head, memory_order_release,
+						       memory_order_relaxed));
+	r->head = r->tail = NULL;
+	r->n = 0;
+	p->ret_dirty--;
+}
+
+void ura__pool_flush(struct ura__pool *p)
+{
+	for (unsigned w = 0; p->ret_dirty && p->arena && w < p->arena->n; w++)
+		if (p->ret[w].head)
+			give_back(p, w);
+}
+
+/* Takes back what other workers returned, sorted into classes. */
+static int take_returns(struct ura__pool *p)
+{
+	/* acquire: pairs with the release CAS in give_back. */
+	void *b = atomic_exchange_explicit(&p->arena->inbox[p->owner].head, NULL,
+					   memory_order_acquire);
+	int got = 0;
+	while (b) {
+		void *next = *(void **)b;
+		unsigned c = arena_class(p->arena, b);
+		*(void **)b = p->free[c];
+		p->free[c] = b;
+		p->count[c]++;
+		b = next;
+		got++;
+	}
+	return got;
+}
+
+void *ura__pool_get(struct ura__pool *pool, size_t size)
+{
+	unsigned c = size_class(size);
+	if (c == URA__POOL_BIG || !pool)
+		return ura__malloc(c == URA__POOL_BIG ? size : class_size[c]);
+	if (!pool->free[c] && pool->arena &&
+	    atomic_load_explicit(&pool->arena->inbox[pool->owner].head, memory_order_relaxed))
+		take_returns(pool);
+	if (pool->free[c]) {
+		void *p = pool->free[c];
+		pool->free[c] = *(void **)p;
+		pool->count[c]--;
+		return p;
+	}
+	if (pool->arena && pool->bump[c] + class_size[c] <= pool->end[c]) {
+		void *p = pool->bump[c];
+		pool->bump[c] += class_size[c];
+		return p;
+	}
+	return ura__malloc(class_size[c]); /* this class's slice is used up */
+}
+
+void ura__pool_put(struct ura__pool *pool, void *p, size_t size)
+{
+	unsigned c = size_class(size);
+	if (c == URA__POOL_BIG) {
+		free(p);
+		return;
+	}
+	int owner = pool ? arena_owner(pool->arena, p) : -1;
+	if (owner < 0) {
+		/* A malloc block: from a thread that is not a worker, or a
+		 * class slice that was full. (Without a pool, callers know the
+		 * block is not an arena block; destroy uses ura__arena_drop.) */
+		if (pool && pool->count[c] < URA__POOL_KEEP) {
+			*(void **)p = pool->free[c];
+			pool->free[c] = p;
+			pool->count[c]++;
+		} else {
+			free(p);
+		}
+		return;
+	}
+	if ((unsigned)owner == pool->owner) {
+		*(void **)p = pool->free[c];
+		pool->free[c] = p;
+		pool->count[c]++;
+		return;
+	}
+	/* Another worker's block: home in a batch. */
+	struct ura__pool_ret *r = &pool->ret[owner];
+	*(void **)p = r->head;
+	r->head = p;
+	if (!r->tail) {
+		r->tail = p;
+		pool->ret_dirty++;
+	}
+	if (++r->n >= URA__POOL_RETURN)
+		give_back(pool, (unsigned)owner);
+}
+
+void ura__arena_drop(const struct ura__arena *a, void *p, int is_msg)
+{
+	if (is_msg && ((struct ura_msg *)p)->cls == URA__POOL_BIG) {
+		free(p);
+		return;
+	}
+	if (arena_owner(a, p) < 0)
+		free(p);
+	/* else: an arena block, gone with the arena */
+}
+
+void ura__pool_drain(struct ura__pool *pool)
+{
+	/* Arena blocks go with the arena; only malloc blocks are freed. */
+	for (unsigned c = 0; c < URA__POOL_CLASSES; c++) {
+		while (pool->free[c]) {
+			void *p = pool->free[c];
+			pool->free[c] = *(void **)p;
+			if (arena_owner(pool->arena, p) < 0)
+				free(p);
+		}
+		pool->count[c] = 0;
+	}
+	free(pool->ret);
+	pool->ret = NULL;
+}
+
+struct ura_msg *ura__msg_alloc(struct ura__pool *pool, size_t size)
+{
+	unsigned c = size_class(size);
+	struct ura_msg *m = ura__pool_get(pool, size);
+	if (m)
+		m->cls = (uint8_t)c;
+	return m;
+}
+
+void ura__msg_free(struct ura__pool *pool, struct ura_msg *m)
+{
+	if (m->cls == URA__POOL_BIG) {
+		free(m);
+		return;
+	}
+	ura__pool_put(pool, m, class_size[m->cls]);
+}
+

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The poller interface (ring.h), dispatched to the backend a worker got
+ * (io_uring, or epoll where io_uring is refused), and the wake eventfd
+ * both backends share.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "ring/backend.h"
+#include "ring/epoll_io.h"
+
+int ura__poller_init(struct ura__poller *p, int want_uring, int *fell_back,
+		     int *uring_err)
+{
+	memset(p, 0, sizeof *p);
+	p->epfd = -1;
+	*fell_back = 0;
+	*uring_err = 0;
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->efd < 0)
+		return -errno;
+	if (want_uring) {
+		int err = ura__uring_init(p);
+		if (err == 0)
+			return 0;
+		*fell_back = 1;
+		*uring_err = err;
+	}
+	int err = ura__epoll_init(p);
+	if (err) {
+		close(p->efd);
+		p->efd = -1;
+	}
+	return err;
+}
+
+void ura__poller_drain_eventfd(struct ura__poller *p)
+{
+	uint64_t v;
+	/* Non-blocking: a wake that raced this read leaves a count that
+	 * makes the next wait return at once, never a lost wake. */
+	while (read(p->efd, &v, sizeof v) < 0 && errno == EINTR)
+		;
+}
+
+int ura__poller_submit(struct ura__poller *p, struct ura__ioreq *r)
+{
+	return p->kind == URA__BACKEND_URING ? ura__uring_submit(p, r) : ura__epio_submit(p, r);
+}
+
+void ura__poller_cancel(struct ura__poller *p, struct ura__ioreq *r)
+{
+	if (p->kind == URA__BACKEND_URING)
+		ura__uring_cancel(p, r);
+	else
+		ura__epio_cancel(p, r);
+}
+
+int ura__poller_poll(struct ura__poller *p)
+{
+	if (p->kind == URA__BACKEND_URING)
+		return ura__uring_poll(p);
+	if (!p->io_inflight)
+		return 0;
+	uint64_t before = p->io_inflight;
+	int rc = ura__epoll_wait(p, 0);
+	return rc < 0 ? rc : (int)(before - p->io_inflight);
+}
+
+unsigned ura__poller_drain(struct ura__poller *p, uint64_t wait_ns)
+{
+	if (p->kind != URA__BACKEND_URING) {
+		/* Nothing of ours is in the kernel: waiters are forgotten by
+		 * the caller, pool jobs come back through the pool. */
+		return 0;
+	}
+	return ura__uring_drain(p, wait_ns);
+}
+
+void ura__poller_iowq(struct ura__poller *p, const void *cpuset, size_t setsize,
+		      unsigned max_workers)
+{
+	if (p->kind == URA__BACKEND_URING)
+		ura__uring_iowq(p, cpuset, setsize, max_workers);
+}
+
+int ura__poller_watch(struct ura__poller *p, int fd, unsigned bit)
+{
+	if (bit >= 16)
+		return -EINVAL;
+	p->watch_fd[bit] = fd;
+	return p->kind == URA__BACKEND_URING ? ura__uring_watch(p, fd, bit)
+					     : ura__epoll_watch(p, fd, bit);
+}
+
+int ura__poller_wait(struct ura__poller *p, uint64_t timeout_ns)
+{
+	return p->kind == URA__BACKEND_URING ? ura__uring_wait(p, timeout_ns)
+					     : ura__epoll_wait(p, timeout_ns);
+}
+
+void ura__poller_wake(struct ura__poller *p)
+{
+	uint64_t one = 1;
+	/* EAGAIN means the counter is saturated: the owner is woken anyway. */
+	while (write(p->efd, &one, sizeof one) < 0 && errno == EINTR)
+		;
+}
+
+void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
+{
+	if (from->kind == URA__BACKEND_URING && from->msg_ring &&
+	    to->kind == URA__BACKEND_URING && to->msg_ring && ura__uring_msg_wake(from, to))
+		return;
+	ura__poller_wake(to);
+}
+
+void ura__poller_fini(struct ura__poller *p)
+{
+	ura__epio_fini(p);
+	if (p->kind == URA__BACKEND_URING)
+		io_uring_queue_exit(&p->ring);
+	if (p->epfd >= 0)
+		close(p->epfd);
+	p->kind = 0;
+	p->epfd = -1;
+}
+
+void ura__poller_close(struct ura__poller *p)
+{
+	if (p->efd >= 0)
+		close(p->efd);
+	p->efd = -1;
+}

@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The worker loop: pick an actor (core/sched.h) and run its turn
+ * (actor/), poll the sources of work that are not actors, spin and steal
+ * when idle, sleep in the poller when there is nothing, and the start and
+ * stop of the worker threads.
+ *
+ * Sources. Timers, the cross-node inbox, signals and actor I/O are polled
+ * through one small interface, which each implements in its own folder's
+ * header (Seastar's reactor polls a list of pollers the same way):
+ *
+ *	int      ura__<src>_pending(w)          cheap owner-side test: may
+ *	                                        there be work? (no clock read)
+ *	int      ura__<src>_due(w, &now)        is it due now? (reads the
+ *	                                        clock through ura__clock)
+ *	int      ura__<src>_service(w, &now, idle)  does it; > 0 when actors
+ *	                                        may have become runnable
+ *	int      ura__<src>_visible(w)          before sleeping, after the
+ *	                                        seq_cst fence: did another
+ *	                                        thread hand it work?
+ *	uint64_t ura__<src>_deadline(w)         the earliest time it must run
+ *	                                        (UINT64_MAX: none)
+ *
+ * SOURCES lists them in the order a pass services them. The list is
+ * expanded at compile time, so every call is direct and inlined: a pass
+ * with nothing to do costs a few loads, as when the loop named each
+ * subsystem's fields itself.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/actor.h"
+#include "core/outbox.h"
+#include "core/quiesce.h"
+#include "core/sched.h"
+#include "io/io.h"
+#include "io/signals.h"
+#include "runtime/runtime.h"
+#include "time/timers.h"
+
+/* X(name, sends): `sends` when servicing it moves quiescence counters
+ * (it posts or drops counted messages): the worker is marked busy first,
+ * so the counters only move while it is visibly busy. I/O completions do
+ * not need it (see ura__io_service). */
+#define SOURCES(X)              \
+	X(inbox, 1)             \
+	X(timers, 1)            \
+	X(signals, 1)           \
+	X(io, 0)
+
+static inline void set_busy(struct ura__worker *w)
+{
+	/* seq_cst both: a quiescence checker that saw us idle must see the
+	 * epoch move (see ura__quiescent). */
+	atomic_fetch_add_explicit(&w->idle_epoch, 1, memory_order_seq_cst);
+	atomic_store_explicit(&w->idle, 0, memory_order_seq_cst);
+}
+
+static inline void mark_busy(struct ura__worker *w)
+{
+	if (atomic_load_explicit(&w->idle, memory_order_relaxed))
+		set_busy(w);
+}
+
+/* One pass over the sources, from the loop. */
+static inline void service_sources(struct ura__worker *w)
+{
+	uint64_t now = 0;
+#define X(s, sends)                                                        \
+	if (ura__unlikely(ura__##s##_pending(w)) && ura__##s##_due(w, &now)) { \
+		if (sends)                                                 \
+			mark_busy(w);                                      \
+		ura__##s##_service(w, &now, 0);                            \
+	}
+	SOURCES(X)
+#undef X
+	/* What the sources sent to other nodes goes now. */
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
+}
+
+/* Idle: is there work that is not an actor? Sources that send are left
+ * for the loop, which marks the worker busy first; the others are
+ * serviced here at once (I/O: an idle worker polls its ring). */
+static inline int sources_ready(struct ura__worker *w, uint64_t *now)
+{
+#define X(s, sends)                                                        \
+	if (ura__##s##_pending(w)) {                                       \
+		if (sends) {                                               \
+			if (ura__##s##_due(w, now))                        \
+				return 1;                                  \
+		} else if (ura__##s##_service(w, now, 1) && ura__has_local(w)) { \
+			return 1;                                          \
+		}                                                          \
+	}
+	SOURCES(X)
+#undef X
+	return 0;
+}
+
+static inline int sources_visible(struct ura__worker *w)
+{
+#define X(s, sends) || ura__##s##_visible(w)
+	return 0 SOURCES(X);
+#undef X
+}
+
+static inline uint64_t sources_deadline(struct ura__worker *w)
+{
+	uint64_t d = UINT64_MAX, t;
+#define X(s, sends)                                                        \
+	if ((t = ura__##s##_deadline(w)) < d)                              \
+		d = t;
+	SOURCES(X)
+#undef X
+	return d;
+}
+
+static void worker_sleep(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	if (atomic_load_explicit(&sys->awaiters, memory_order_seq_cst) &&
+	    ura__quiescent(sys))
+		ura__await_wake(sys);
+	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
+	/* seq_cst fence: pairs with the fence in core/sched.c's maybe_wake
+	 * (and with the seq_cst pushes of every source): either a waker sees
+	 * our flag, or our look below sees its work, never neither. */
+	ura__fence_seq_cst();
+	/* The earliest deadline bounds the sleep: one deadline in the kernel
+	 * for all timers, never a kernel timer per timer. */
+	uint64_t wait = sys->idle_wait_ns;
+	uint64_t due = sources_deadline(w);
+	if (due != UINT64_MAX) {
+		uint64_t now = ura__now_ns();
+		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
+	}
+	if (wait && !ura__sched_visible(w) && !sources_visible(w) &&
+	    !atomic_load_explicit(&sys->shutdown, memory_order_relaxed)) {
+		ura__inc(&w->st.sleeps);
+		ura__inc(&w->st.ring_enters);
+		int rc = ura__poller_wait(&w->poller, wait);
+		if (rc < 0)
+			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
+				 w->id, ura_strerror(rc));
+	}
+	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
+	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
+	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
+}
+
+/* Idle: spin (stealing) for a while, then sleep. Returns an actor, or
+ * NULL when there is work that is not an actor, or on shutdown. */
+static struct ura__actor *find_work(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	struct ura__actor *a;
+	/* Idle from here until we hold work again, whatever emptied our
+	 * queues (our own turns, or a thief). seq_cst: see ura__quiescent. */
+	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	for (;;) {
+		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
+		do {
+			if ((a = ura__find_stealable(w, now)) || sources_ready(w, &now)) {
+				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+				return a;
+			}
+			for (int i = 0; i < 32; i++)
+				ura__cpu_relax();
+			now = ura__now_ns();
+		} while (now < until &&
+			 !atomic_load_explicit(&sys->shutdown, memory_order_relaxed));
+		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+		if (atomic_load_explicit(&sys->shutdown, memory_order_acquire))
+			return NULL;
+		/* Blocks of other workers' pools go home before we sleep. */
+		if (w->pool.ret_dirty)
+			ura__pool_flush(&w->pool);
+		worker_sleep(w);
+		/* The sleep itself may have delivered I/O completions. */
+		now = 0;
+		if (ura__has_local(w) || sources_ready(w, &now))
+			return NULL;
+	}
+}
+
+struct start_sync {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned ready;
+	int err;
+};
+
+/* io-wq threads of this worker's ring run on its node's CPUs, capped. */
+static void iowq_setup(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	int any = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (sys->workers[i].node == w->node && sys->workers[i].cpu >= 0) {
+			CPU_SET(sys->workers[i].cpu, &set);
+			any = 1;
+		}
+	ura__poller_iowq(&w->poller, any && !sys->simulated ? &set : NULL, sizeof set,
+			 sys->io_wq_max);
+}
+
+static void *worker_main(void *arg)
+{
+	struct ura__worker *w = arg;
+	ura_system *sys = w->sys;
+	struct start_sync *ss = sys->start_sync;
+	ura__current_worker = w;
+
+	/* Signals ura can deliver as messages are never taken by a worker:
+	 * unsubscribed, they go to a thread of the program (default action);
+	 * subscribed, the program's thread blocks them and worker 0 reads
+	 * them from a signalfd. */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	for (size_t i = 0; i < URA__ARRAY_LEN(ura__signals_handled); i++)
+		sigaddset(&sigs, ura__signals_handled[i]);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	if (w->cpu >= 0) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(w->cpu, &set);
+		int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+		if (rc)
+			ura__log(&sys->log, URA_LOG_DEBUG, "worker %u: pin to cpu %d: %s",
+				 w->id, w->cpu, ura_strerror(rc));
+	}
+	/* The ring is created here, on its owner thread: SINGLE_ISSUER and
+	 * DEFER_TASKRUN tie it to its creator, and its memory is first
+	 * touched on the worker's node. */
+	int fell_back = 0, uerr = 0;
+	int rc = ura__poller_init(&w->poller, sys->want_uring, &fell_back, &uerr);
+	pthread_mutex_lock(&ss->lock);
+	if (rc < 0 && !ss->err)
+		ss->err = rc;
+	if (rc == 0 && w->id == 0) {
+		sys->backend = w->poller.name;
+		static _Atomic int said_fallback;
+		if (fell_back && !atomic_exchange(&said_fallback, 1))
+			ura__log(&sys->log, URA_LOG_WARN,
+				 "io_uring unavailable (%s): using epoll+eventfd",
+				 ura_strerror(uerr));
+		ura__log(&sys->log, URA_LOG_INFO, "%u workers, backend %s",
+			 sys->nworkers, w->poller.name);
+	}
+	/* Idle before "ready": ura_system_new must not return while a worker
+	 * that never ran still looks busy to the quiescence check. */
+	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	ss->ready++;
+	pthread_cond_broadcast(&ss->cond);
+	pthread_mutex_unlock(&ss->lock);
+	if (rc < 0)
+		return NULL;
+	ura__io_worker_start(w);
+	iowq_setup(w);
+
+	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
+		service_sources(w);
+		struct ura__actor *a = ura__pick(w);
+		if (!a) {
+			a = find_work(w);
+			if (!a)
+				continue;
+		}
+		mark_busy(w);
+		ura__actor_turn(w, a);
+		/* End of the pass: no cross-node message waits longer. */
+		if (w->outbox_dirty)
+			ura__outbox_flush_all(w);
+	}
+	/* Nothing of an actor's may be in the kernel once destroy runs. */
+	ura__io_worker_exit(w);
+	ura__poller_fini(&w->poller);
+	return NULL;
+}
+
+int ura__workers_start(ura_system *sys)
+{
+	struct start_sync ss = { .ready = 0, .err = 0 };
+	pthread_mutex_init(&ss.lock, NULL);
+	pthread_cond_init(&ss.cond, NULL);
+	sys->start_sync = &ss;
+	unsigned made = 0;
+	int err = 0;
+	for (; made < sys->nworkers; made++) {
+		struct ura__worker *w = &sys->workers[made];
+		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+		if (rc) {
+			err = -rc;
+			break;
+		}
+		w->started = 1;
+	}
+	pthread_mutex_lock(&ss.lock);
+	while (ss.ready < made)
+		pthread_cond_wait(&ss.cond, &ss.lock);
+	if (!err)
+		err = ss.err;
+	pthread_mutex_unlock(&ss.lock);
+	sys->start_sync = NULL;
+	pthread_mutex_destroy(&ss.lock);
+	pthread_cond_destroy(&ss.cond);
+	if (err) {
+		ura__workers_stop(sys);
+		return err;
+	}
+	atomic_store_explicit(&sys->started, 1, memory_order_release);
+	return 0;
+}
+
+void ura__workers_stop(ura_system *sys)
+{
+	atomic_store_explicit(&sys->shutdown, 1, memory_order_seq_cst);
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (w->poller.efd >= 0)
+			ura__poller_wake(&w->poller);
+	}
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		if (w->started) {
+			pthread_join(w->thread, NULL);
+			w->started = 0;
+		}
+	}
+}

@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* Delayed sends, cancellation and receive timeouts: see timers.h. */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/post.h"
+#include "time/timers.h"
+
+#define WORKER_BITS 10
+#define IDX_BITS 22
+#define GEN_MASK 0x3fffffffu /* 30 bits: state = gen << 2 | kind */
+
+static inline ura_timer handle_make(uint32_t gen, unsigned worker, uint32_t idx)
+{
+	return (ura_timer)(((uint64_t)gen << 32) | ((uint64_t)worker << IDX_BITS) | idx);
+}
+
+static inline struct ura__trec *rec_at(struct ura__timers *T, uint32_t idx)
+{
+	uint32_t c = idx >> URA__TCHUNK_SHIFT;
+	if (c >= URA__TCHUNKS)
+		return NULL;
+	/* acquire: pairs with the release publication in grow(). */
+	struct ura__trec *chunk = atomic_load_explicit(&T->chunks[c], memory_order_acquire);
+	return chunk ? &chunk[idx & (URA__TCHUNK - 1)] : NULL;
+}
+
+static int timers_init(struct ura__timers *T, uint64_t now, uint64_t slack)
+{
+	memset(T, 0, sizeof *T);
+	T->chunks = ura__calloc(URA__TCHUNKS, sizeof *T->chunks);
+	if (!T->chunks)
+		return -ENOMEM;
+	pthread_mutex_init(&T->lock, NULL);
+	ura__wheel_init(&T->wheel, now, slack);
+	T->next_due = UINT64_MAX;
+	return 0;
+}
+
+/* Adds a chunk; its records go to *list. T->lock held. */
+static int grow(struct ura__timers *T, struct ura__trec **list, uint32_t flags)
+{
+	uint32_t c = atomic_load_explicit(&T->nchunks, memory_order_relaxed);
+	if (c >= URA__TCHUNKS)
+		return -ENOMEM;
+	struct ura__trec *chunk = ura__calloc(URA__TCHUNK, sizeof *chunk);
+	if (!chunk)
+		return -ENOMEM;
+	for (uint32_t i = URA__TCHUNK; i-- > 0;) {
+		struct ura__trec *r = &chunk[i];
+		r->idx = (c << URA__TCHUNK_SHIFT | i) | flags;
+		atomic_store_explicit(&r->state, 1u << 2 | URA__T_FREE, memory_order_relaxed);
+		r->link = *list;
+		*list = r;
+	}
+	/* release: a canceller that reads the chunk sees initialised records. */
+	atomic_store_explicit(&T->chunks[c], chunk, memory_order_release);
+	atomic_store_explicit(&T->nchunks, c + 1, memory_order_relaxed);
+	return 0;
+}
+
+static struct ura__trec *rec_get(struct ura__timers *T, int external)
+{
+	struct ura__trec *r;
+	pthread_mutex_t *lk = &T->lock;
+	if (!external && T->free) {
+		r = T->free;
+		T->free = r->link;
+		return r;
+	}
+	pthread_mutex_lock(lk);
+	struct ura__trec **list = external ? &T->ext_free : &T->free;
+	if (!*list && grow(T, list, external ? URA__T_EXT_BIT : 0) < 0) {
+		pthread_mutex_unlock(lk);
+		return NULL;
+	}
+	r = *list;
+	*list = r->link;
+	pthread_mutex_unlock(lk);
+	return r;
+}
+
+/* Owner: the record is done (fired or cancelled); bump its generation so
+ * every handle to it goes stale, and reuse it. */
+static void rec_put(struct ura__timers *T, struct ura__trec *r)
+{
+	uint32_t gen = atomic_load_explicit(&r->state, memory_order_relaxed) >> 2;
+	gen = (gen + 1) & GEN_MASK;
+	if (!gen)
+		gen = 1;
+	/* release: a canceller's CAS against the old generation fails. */
+	atomic_store_explicit(&r->state, gen << 2 | URA__T_FREE, memory_order_release);
+	r->msg = NULL;
+	if (r->idx & URA__T_EXT_BIT) {
+		pthread_mutex_lock(&T->lock);
+		r->link = T->ext_free;
+		T->ext_free = r;
+		pthread_mutex_unlock(&T->lock);
+	} else {
+		r->link = T->free;
+		T->free = r;
+	}
+}
+
+static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
+{
+	ura__wheel_add(&T->wheel, &r->t);
+	/* The wheel fires at the tick boundary at or after the deadline:
+	 * waking for the raw deadline would fire nothing. */
+	uint64_t tick = ura__wheel_tick(&T->wheel);
+	uint64_t due = (r->t.deadline + tick - 1) & ~(tick - 1);
+	if (due < T->next_due)
+		T->next_due = due;
+}
+
+static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
+{
+	struct ura__trec *old = atomic_load_explicit(top, memory_order_relaxed);
+	do {
+		if (via_link)
+			r->link = old;
+		else
+			r->t.next = (struct ura__timer *)old;
+	} while (!atomic_compare_exchange_weak_explicit(top, &old, r, memory_order_seq_cst,
+						       memory_order_relaxed));
+}
+
+ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
+			 uint64_t delay, struct ura_msg *m)
+{
+	struct ura__worker *owner = w;
+	if (!owner) {
+		/* Spread arms from outside over the workers. */
+		unsigned k = atomic_fetch_add_explicit(&sys->time->rr, 1, memory_order_relaxed);
+		owner = &sys->workers[k % sys->nworkers];
+	}
+	struct ura__timers *T = owner->tm;
+	struct ura__trec *r = rec_get(T, w == NULL);
+	if (!r)
+		return -ENOMEM;
+	r->msg = m;
+	r->to = to;
+	r->t.deadline = ura__now_ns() + delay;
+	uint32_t gen = atomic_load_explicit(&r->state, memory_order_relaxed) >> 2;
+	atomic_store_explicit(&r->state, gen << 2 | URA__T_ARMED, memory_order_release);
+	ura_timer h = handle_make(gen, owner->id, r->idx & ~URA__T_EXT_BIT);
+	if (w) {
+		ura__inc(&w->st.sent);
+		ura__inc(&w->st.timers_armed);
+		wheel_add(T, r);
+	} else {
+		/* Count before the owner can see it (quiescence). */
+		ura__ext_count_other(sys);
+		atomic_fetch_add_explicit(&sys->time->armed, 1, memory_order_relaxed);
+		push_stack(&T->inbox, r, 0);
+		/* seq_cst push, then ura__wake's seq_cst look at `sleeping`:
+		 * pairs with the sleeper's store to it and its later look at
+		 * the stacks (Dekker). */
+		ura__wake(NULL, owner);
+	}
+	return h;
+}
+
+/* The owner finishes a cancelled record: the message is dropped, and
+ * counts as received. */
+static void finish_cancel(struct ura__worker *w, struct ura__trec *r)
+{
+	ura__wheel_del(&w->tm->wheel, &r->t);
+	ura__msg_free(&w->pool, r->msg);
+	ura__inc(&w->st.received);
+	ura__inc(&w->st.timers_cancelled);
+	rec_put(w->tm, r);
+}
+
+/* A handle's generation, owning worker and record: -EINVAL for a handle
+ * no arm could have made, -ENOENT for one naming no record. */
+static int handle_decode(ura_system *sys, ura_timer h, uint32_t *gen,
+			 struct ura__worker **owner, struct ura__trec **rec)
+{
+	if (h <= 0)
+		return -EINVAL;
+	*gen = (uint32_t)((uint64_t)h >> 32);
+	unsigned wid = (unsigned)((uint64_t)h >> IDX_BITS) & ((1u << WORKER_BITS) - 1);
+	if (*gen > GEN_MASK || !*gen)
+		return -EINVAL;
+	if (wid >= sys->nworkers)
+		return -ENOENT;
+	*owner = &sys->workers[wid];
+	*rec = rec_at((*owner)->tm, (uint32_t)h & ((1u << IDX_BITS) - 1));
+	return *rec ? 0 : -ENOENT;
+}
+
+int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	int rc = handle_decode(sys, h, &gen, &owner, &r);
+	if (rc < 0)
+		return rc;
+	uint32_t want = gen << 2 | URA__T_ARMED;
+	/* acq_rel: whoever wins this CAS (here, or the owner's fire) owns
+	 * the record's outcome; acquire makes its fields ours to read. */
+	while (!atomic_compare_exchange_strong_explicit(&r->state, &want, gen << 2 | URA__T_BUSY,
+							memory_order_acq_rel, memory_order_relaxed)) {
+		if (want != (gen << 2 | URA__T_SNAP))
+			return -ENOENT;
+		sched_yield(); /* a snapshot copies its message: still pending */
+		want = gen << 2 | URA__T_ARMED;
+	}
+	if (self == owner && ura__wheel_armed(&r->t)) {
+		finish_cancel(owner, r);
+		return 0;
+	}
+	/* Not ours, or still in the arm inbox: the owner finishes it. */
+	push_stack(&owner->tm->cancels, r, 1);
+	ura__wake(self, owner); /* as for the arm inbox */
+	return 0;
+}
+
+static void fire(struct ura__timer *t, void *ud)
+{
+	struct ura__worker *w = ud;
+	struct ura__trec *r = (struct ura__trec *)t;
+	uint32_t s = atomic_load_explicit(&r->state, memory_order_relaxed);
+	while ((s & 3) == URA__T_SNAP) {
+		/* A snapshot copies the message: it is still due, wait for it
+		 * (acquire: pairs with the release in ura__timer_snap_unlock). */
+		sched_yield();
+		s = atomic_load_explicit(&r->state, memory_order_acquire);
+	}
+	if ((s & 3) != URA__T_ARMED ||
+	    !atomic_compare_exchange_strong_explicit(&r->state, &s, (s & ~3u) | URA__T_BUSY,
+						     memory_order_acq_rel, memory_order_relaxed))
+		return; /* a canceller won: its cancel-stack entry finishes it */
+	ura__inc(&w->st.timers_fired);
+	ura__post_made(w, r->to, r->msg);
+	rec_put(w->tm, r);
+}
+
+/* Owner: adopts arms from other threads and finishes remote cancels. */
+static void drain_stacks(struct ura__worker *w)
+{
+	struct ura__timers *T = w->tm;
+	/* Take the cancels first, then the inbox: an arm always precedes
+	 * its cancel, so every cancelled record we hold has been adopted (or
+	 * is in the inbox we take next) before we free it. acquire: pairs
+	 * with the seq_cst CAS in push_stack. */
+	struct ura__trec *c = atomic_exchange_explicit(&T->cancels, NULL, memory_order_acquire);
+	struct ura__trec *in = atomic_exchange_explicit(&T->inbox, NULL, memory_order_acquire);
+	while (in) {
+		struct ura__trec *r = in;
+		in = (struct ura__trec *)r->t.next;
+		r->t.prev = NULL;
+		/* Cancelled before adoption: leave it out of the wheel. */
+		if ((atomic_load_explicit(&r->state, memory_order_acquire) & 3) == URA__T_ARMED)
+			wheel_add(T, r);
+	}
+	while (c) {
+		struct ura__trec *r = c;
+		c = r->link;
+		finish_cancel(w, r);
+	}
+}
+
+void ura__timers_drain(struct ura__worker *w)
+{
+	struct ura__timers *T = w->tm;
+	if (atomic_load_explicit(&T->inbox, memory_order_relaxed) ||
+	    atomic_load_explicit(&T->cancels, memory_order_relaxed))
+		drain_stacks(w);
+}
+
+int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
+{
+	(void)idle;
+	struct ura__timers *T = w->tm;
+	ura__timers_drain(w);
+	if (T->wheel.count && ura__clock(now) >= T->next_due) {
+		size_t n = ura__wheel_expire(&T->wheel, *now, fire, w);
+		T->next_due = ura__wheel_next(&T->wheel);
+		return n > 0;
+	}
+	if (!T->wheel.count)
+		T->next_due = UINT64_MAX;
+	return 0;
+}
+
+/* At destroy (workers stopped): frees pending records' messages and the
+ * tables; returns how many were pending. */
+static uint64_t timers_fini(ura_system *sys, struct ura__timers *T)
+{
+	uint64_t pending = 0;
+	if (!T || !T->chunks)
+		return 0;
+	uint32_t n = atomic_load_explicit(&T->nchunks, memory_order_relaxed);
+	for (uint32_t c = 0; c < n; c++) {
+		struct ura__trec *chunk = atomic_load_explicit(&T->chunks[c], memory_order_relaxed);
+		for (uint32_t i = 0; i < URA__TCHUNK; i++) {
+			struct ura__trec *r = &chunk[i];
+			uint32_t st = atomic_load_explicit(&r->state, memory_order_relaxed) & 3;
+			if (st != URA__T_FREE && r->msg) {
+				ura__arena_drop(&sys->arena, r->msg, 1);
+				pending++;
+			}
+		}
+		free(chunk);
+	}
+	free(T->chunks);
+	T->chunks = NULL;
+	pthread_mutex_destroy(&T->lock);
+	return pending;
+}
+
+int ura__time_init(ura_system *sys)
+{
+	sys->time = ura__calloc(1, sizeof *sys->time);
+	if (!sys->time)
+		return -ENOMEM;
+	uint64_t now = ura__now_ns();
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		/* Its own cache lines: the stacks other threads push to are
+		 * apart from the wheel the owner walks. */
+		w->tm = ura__aligned_alloc(URA__CACHELINE, sizeof *w->tm);
+		if (!w->tm)
+			return -ENOMEM;
+		if (timers_init(w->tm, now, sys->timer_slack_ns) < 0) {
+			free(w->tm);
+			w->tm = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+uint64_t ura__time_fini(ura_system *sys)
+{
+	uint64_t pending = 0;
+	for (unsigned i = 0; sys->workers && i < sys->nworkers; i++) {
+		struct ura__worker *w = &sys->workers[i];
+		pending += timers_fini(sys, w->tm);
+		free(w->tm);
+		w->tm = NULL;
+	}
+	free(sys->time);
+	sys->time = NULL;
+	return pending;
+}
+
+int ura__timer_live(ura_system *sys, ura_timer h)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	if (handle_decode(sys, h, &gen, &owner, &r) < 0)
+		return 0;
+	uint32_t s = atomic_load_explicit(&r->state, memory_order_acquire);
+	return s == (gen << 2 | URA__T_ARMED) || s == (gen << 2 | URA__T_SNAP);
+}
+
+/* ---- snapshots (lib/snap) ------------------------------------------- */
+
+int ura__timer_snap_lock(ura_system *sys, ura_timer h, struct ura_msg **m,
+			 uint64_t *deadline, ura_ref *to)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	if (handle_decode(sys, h, &gen, &owner, &r) < 0)
+		return -ENOENT;
+	uint32_t want = gen << 2 | URA__T_ARMED;
+	/* acquire: pairs with the release that armed it (msg, deadline);
+	 * while SNAP, neither the owner's fire nor a cancel touches them. */
+	if (!atomic_compare_exchange_strong_explicit(&r->state, &want, gen << 2 | URA__T_SNAP,
+						     memory_order_acquire, memory_order_relaxed))
+		return -ENOENT; /* fired, cancelled, or being so */
+	*m = r->msg;
+	*deadline = r->t.deadline;
+	*to = r->to;
+	return 0;
+}
+
+void ura__timer_snap_unlock(ura_system *sys, ura_timer h)
+{
+	uint32_t gen;
+	struct ura__worker *owner;
+	struct ura__trec *r;
+	if (handle_decode(sys, h, &gen, &owner, &r) == 0)
+		/* release: the message's new phase is seen by the fire or
+		 * cancel that follows (their acquire). */
+		atomic_store_explicit(&r->state, gen << 2 | URA__T_ARMED, memory_order_release);
+}
