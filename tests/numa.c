@@ -151,7 +151,7 @@ static void test_place_and_flood(int batched)
 	     -EINVAL, "a node that does not exist: -EINVAL");
 	t_rc(ura_spawn_ex(sys, &sink_class, NULL, &(ura_spawn_opts){ .worker = URA_WORKER(7) }, &x),
 	     -EINVAL, "a worker that does not exist: -EINVAL");
-	t_rc(ura_spawn_ex(sys, &sink_class, NULL, &(ura_spawn_opts){ .node = -3 }, &x),
+	t_rc(ura_spawn_ex(sys, &sink_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(-4) }, &x),
 	     -EINVAL, "a negative node: -EINVAL");
 	t_rc(ura_actor_node(sys, URA_NOREF), -ESRCH, "ura_actor_node of no actor: -ESRCH");
 	t_rc(ura_worker_node(sys, 9), -EINVAL, "ura_worker_node of no worker: -EINVAL");

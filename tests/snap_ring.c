@@ -590,8 +590,8 @@ static void late_child(const char *dir)
 	ura_system *sys;
 	ura_config cfg = { .workers = 2 };
 	t_must(ura_system_new(&sys, &cfg));
-	t_must(ura_snap_register(sys, &(ura_snap_class){ &late_class, late_save, late_load, NULL, 0 }));
-	t_must(ura_snap_register(sys, &(ura_snap_class){ &kid_class, late_save, late_load, NULL, 0 }));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ .cls = &late_class, .save = late_save, .load = late_load }));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ .cls = &kid_class, .save = late_save, .load = late_load }));
 	ura_ref p;
 	t_must(ura_spawn(sys, &late_class, NULL, &p));
 	t_must(ura_send(sys, p, A_LATE));
@@ -606,8 +606,8 @@ static void late_child(const char *dir)
 
 	cfg.paused = 1;
 	t_must(ura_system_new(&sys, &cfg));
-	t_must(ura_snap_register(sys, &(ura_snap_class){ &late_class, late_save, late_load, NULL, 0 }));
-	t_must(ura_snap_register(sys, &(ura_snap_class){ &kid_class, late_save, late_load, NULL, 0 }));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ .cls = &late_class, .save = late_save, .load = late_load }));
+	t_must(ura_snap_register(sys, &(ura_snap_class){ .cls = &kid_class, .save = late_save, .load = late_load }));
 	ura_snap_map *map;
 	t_eq(ura_restore(sys, path, &map), 2, "both restored");
 	t_must(ura_send(sys, ura_snap_map_ref(map, p), A_CHECK));

@@ -68,10 +68,6 @@ void ura__rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
  * Token holder. */
 int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m);
 
-/* behavior.c */
-/* 0, or -EINVAL: what ura_behavior_check says. */
-int ura__behavior_check(const ura_behavior *b);
-
 /* request.c */
 /* A reply or a request's deadline reached a: runs the continuation and
  * returns 1, or returns 0 (no pending request of that id). */

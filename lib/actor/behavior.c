@@ -35,6 +35,8 @@ static int check_guard(const ura_case *c)
 
 static int check_case(const ura_case *c)
 {
+	if (c->reserved_)
+		return -EINVAL;
 	if (!c->fn)
 		return -EINVAL;
 	if (!c->types)
@@ -50,7 +52,8 @@ static int check_case(const ura_case *c)
 
 URA_API int ura_behavior_check(const ura_behavior *b)
 {
-	if (!b || (b->ncases && !b->cases) || b->unmatched > URA_UNMATCHED_STASH)
+	if (!b || (b->ncases && !b->cases) || b->unmatched > URA_UNMATCHED_STASH ||
+	    !ura__zeroed(b->reserved_, sizeof b->reserved_))
 		return -EINVAL;
 	for (uint32_t i = 0; i < b->ncases; i++) {
 		int rc = check_case(&b->cases[i]);

@@ -167,14 +167,18 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	/* Placement: a named worker's node, a named node, else the
 	 * spawner's node (node 0 for threads that are not workers). */
 	unsigned node = w ? w->node : 0;
-	if (opts && opts->worker) {
-		if (opts->worker < 0 || (unsigned)opts->worker > sys->nworkers)
+	if (opts && !ura__zeroed(opts->reserved_, sizeof opts->reserved_))
+		return -EINVAL;
+	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_))
+		return -EINVAL;
+	if (opts && opts->worker.k1_) {
+		if (opts->worker.k1_ < 0 || (unsigned)opts->worker.k1_ > sys->nworkers)
 			return -EINVAL;
-		node = sys->workers[opts->worker - 1].node;
-	} else if (opts && opts->node) {
-		if (opts->node < 0 || (unsigned)opts->node > sys->nnodes)
+		node = sys->workers[opts->worker.k1_ - 1].node;
+	} else if (opts && opts->node.k1_) {
+		if (opts->node.k1_ < 0 || (unsigned)opts->node.k1_ > sys->nnodes)
 			return -EINVAL;
-		node = (unsigned)opts->node - 1;
+		node = (unsigned)opts->node.k1_ - 1;
 	}
 	ura_ref ref;
 	struct ura__actor *a = incarnate(sys, w, cls, node, &ref);

@@ -14,6 +14,16 @@
  *    valid only until that handler returns; never store it.
  *  - "Any thread" means any thread of the process, worker or not, as long as
  *    the system is not being destroyed concurrently.
+ *
+ * ABI. libura.so exports exactly the symbols lib/ura.map lists, in the
+ * version node of the release that added them. Structs that callers fill
+ * in or receive end in `reserved_` space: later releases carve new fields
+ * out of it, so a struct's size never changes within a soname, and a
+ * program built against an older header keeps working. Callers fill
+ * structs with designated initializers (or zero them first): the library
+ * refuses a struct whose reserved space is not zero with -EINVAL, so that
+ * a field given meaning later can never be misread from old garbage.
+ * ura_value, ura_ref and ura_msg's layout are fixed.
  */
 #ifndef URA_H
 #define URA_H
@@ -33,9 +43,14 @@ extern "C" {
 #define URA_API
 #endif
 
+/* The version of this header; ura_version() is the library's. */
 #define URA_VERSION_MAJOR 0
-#define URA_VERSION_MINOR 1
+#define URA_VERSION_MINOR 2
 #define URA_VERSION_PATCH 0
+#define URA_VERSION_STRING "0.2.0"
+/* major << 16 | minor << 8 | patch, for comparisons. */
+#define URA_VERSION_NUMBER ((URA_VERSION_MAJOR << 16) | (URA_VERSION_MINOR << 8) | \
+			    URA_VERSION_PATCH)
 
 /* ------------------------------------------------------------------------ */
 /* Time                                                                     */
@@ -80,6 +95,12 @@ URA_API int ura_atom_from(const char *name, ura_atom *out);
 
 /* ------------------------------------------------------------------------ */
 /* Errors and logging                                                       */
+
+/* The library's version (URA_VERSION_NUMBER and URA_VERSION_STRING of the
+ * header it was built from): compare with the header's to detect a
+ * program run against another libura than it was built with. */
+URA_API unsigned ura_version(void);
+URA_API const char *ura_version_string(void);
 
 /* Text for a -errno value returned by any ura call (or a positive errno). */
 URA_API const char *ura_strerror(int err);
@@ -225,6 +246,7 @@ typedef struct ura_case {
 	ura_guard_fn *guard; /* NULL: always */
 	const void *guard_arg;
 	uint64_t sig_;       /* private: packed types, see URA_ON */
+	uint64_t reserved_;  /* zero */
 } ura_case;
 
 /* What a behavior does with a message that no case matches. */
@@ -245,6 +267,7 @@ typedef struct ura_behavior {
 	 * matched message re-arms it. Its message has tag URA_TIMEOUT. */
 	uint64_t timeout_ns;
 	ura_handler *on_timeout;
+	uint64_t reserved_[2]; /* zero */
 } ura_behavior;
 
 /* Packs up to 7 type chars into the low bytes; longer signatures are
@@ -310,6 +333,7 @@ typedef struct ura_class {
 	 * the thread doing that. Must not send. */
 	void (*destroy)(void *state);
 	uint32_t unmatched;          /* ura_unmatched; default DROP */
+	uint64_t reserved_[6];       /* zero */
 } ura_class;
 
 /* ------------------------------------------------------------------------ */
@@ -352,9 +376,10 @@ typedef struct ura_config {
 	/* Log sink; NULL: stderr, with "ura: " in front. */
 	ura_log_fn *log;
 	void *log_ud;
-	/* Least level the default sink prints; 0 = URA_LOG_ERROR ... The
-	 * environment variable URA_LOG=error|warn|info|debug overrides it;
-	 * default warn. */
+	/* Least important level the default sink prints (URA_LOG_ERROR ..
+	 * URA_LOG_DEBUG); 0: warn. The environment variable
+	 * URA_LOG=error|warn|info|debug overrides it. A custom sink gets
+	 * every level. */
 	int log_level;
 	/* io_uring's own helper threads (io-wq), per worker ring: they run
 	 * on the worker's node and at most this many at once for blocking
@@ -364,6 +389,7 @@ typedef struct ura_config {
 	 * file I/O); started on first use; 0: 2. URA_POOL_THREADS overrides
 	 * it. */
 	unsigned pool_threads;
+	uint64_t reserved_[16]; /* zero */
 } ura_config;
 
 /* Creates a system and (unless cfg->paused) starts its workers. cfg may be
@@ -425,6 +451,7 @@ typedef struct ura_stats {
 	uint64_t io_completed;     /* their completion messages */
 	uint64_t io_inflight;      /* started and not finally completed */
 	uint64_t io_deferred;      /* waited in user space for CQ room */
+	uint64_t reserved_[32];    /* written as zero: later counters go here */
 } ura_stats;
 URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 
@@ -456,21 +483,35 @@ URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
 URA_API int ura_spawn_sys(ura_system *sys, const ura_class *cls,
 			  const void *arg, ura_ref *out);
 
+/* A node or a worker named for placement: URA_NODE(k), URA_WORKER(k), k
+ * numbered from 0 as everywhere else (ura_actor_node, ura_worker_node,
+ * ura_worker_id). The zeroed value means "not given"; a plain integer
+ * does not convert to these, so `.node = 1` does not compile (it would
+ * have meant node 0). The field is private. */
+typedef struct ura_node_pick { int k1_; } ura_node_pick;
+typedef struct ura_worker_pick { int k1_; } ura_worker_pick;
+#ifdef __cplusplus
+#define URA_NODE(k) (ura_node_pick{ (int)(k) + 1 })
+#define URA_WORKER(k) (ura_worker_pick{ (int)(k) + 1 })
+#else
+#define URA_NODE(k) ((ura_node_pick){ (int)(k) + 1 })
+#define URA_WORKER(k) ((ura_worker_pick){ (int)(k) + 1 })
+#endif
+
 /* Options for ura_spawn_ex; a zeroed struct means the defaults. */
 typedef struct ura_spawn_opts {
 	/* Join this group before spawn returns (before any message can reach
 	 * the actor through the group). */
 	ura_group *group;
-	/* Placement: the node the actor lives on, URA_NODE(k), or the node of
-	 * a worker, URA_WORKER(k). Default: the spawner's node (node 0 from a
-	 * thread that is not a worker). A node or worker that does not exist:
-	 * -EINVAL. The actor runs on its node's workers; it may be stolen by
-	 * another node's idle worker, and goes home on its next wake. */
-	int node;
-	int worker;
+	/* Placement: the node the actor lives on, or the node of a worker.
+	 * Default: the spawner's node (node 0 from a thread that is not a
+	 * worker). A node or worker that does not exist: -EINVAL. The actor
+	 * runs on its node's workers; it may be stolen by another node's
+	 * idle worker, and goes home on its next wake. */
+	ura_node_pick node;
+	ura_worker_pick worker;
+	uint64_t reserved_[6]; /* zero */
 } ura_spawn_opts;
-#define URA_NODE(k) ((k) + 1)
-#define URA_WORKER(k) ((k) + 1)
 
 /* Where an actor lives: its node (0-based) and the worker that ran it
  * last. -ESRCH for a stopped actor. Any thread. */
@@ -687,6 +728,7 @@ typedef struct ura_io_req {
 	 * is cancelled and completes with -ETIME (an io_uring linked
 	 * timeout). 0: none. Not with URA_IO_MULTISHOT. */
 	uint64_t timeout_ns;
+	uint64_t reserved_[4];      /* zero */
 } ura_io_req;
 
 URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r);
@@ -810,6 +852,7 @@ typedef struct ura_snap_class {
 	 * (ura_become targets); NULL: initial only. */
 	const ura_behavior *const *behaviors;
 	unsigned nbehaviors;
+	uint64_t reserved_[4];       /* zero */
 } ura_snap_class;
 
 /* Registers a class for snapshots and restores of sys, under cls->name
@@ -854,6 +897,7 @@ typedef struct ura_snap_info {
 	uint64_t bytes;        /* the file's size */
 	uint64_t capture_ns;   /* from ura_snapshot() to the end of the old phase */
 	uint64_t duration_ns;  /* from ura_snapshot() to the rename */
+	uint64_t reserved_[8]; /* zero: later fields go here */
 } ura_snap_info;
 
 typedef void ura_snap_done_fn(void *ud, const ura_snap_info *info);
@@ -873,6 +917,7 @@ typedef struct ura_snap_opts {
 	ura_atom tag;
 	/* Leave out and list what cannot be saved instead of failing. */
 	int skip_unsupported;
+	uint64_t reserved_[4];       /* zero */
 } ura_snap_opts;
 
 /* Starts a snapshot of sys into the file `path` (copied) and returns at

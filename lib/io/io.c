@@ -236,6 +236,8 @@ static void on_io(void *ctx, struct ura__ioreq *r, int res, int more, int timer)
 
 static int check_req(const ura_io_req *r)
 {
+	if (!ura__zeroed(r->reserved_, sizeof r->reserved_))
+		return -EINVAL;
 	switch (r->op) {
 	case URA_IO_READ: case URA_IO_RECV:
 		if (r->len > URA_IO_MAX_LEN)

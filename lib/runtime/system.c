@@ -41,7 +41,8 @@ static const char *const trace_words[] = { "unmatched", NULL };
 
 static int params_get(struct params *p, const ura_config *cfg)
 {
-	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 || cfg->log_level > URA_LOG_DEBUG)
+	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 || cfg->log_level > URA_LOG_DEBUG ||
+	    !ura__zeroed(cfg->reserved_, sizeof cfg->reserved_))
 		return -EINVAL;
 	memset(p, 0, sizeof *p);
 	p->log.fn = cfg->log;

@@ -514,7 +514,8 @@ static void reap(struct ura__snap *S, int all)
 
 URA_API int ura_snapshot(ura_system *sys, const char *path, const ura_snap_opts *opts)
 {
-	if (!sys || !path || !*path)
+	if (!sys || !path || !*path ||
+	    (opts && !ura__zeroed(opts->reserved_, sizeof opts->reserved_)))
 		return -EINVAL;
 	struct ura__snap *S = sys->snap;
 	if (atomic_load_explicit(&sys->shutdown, memory_order_relaxed))

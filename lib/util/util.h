@@ -53,6 +53,15 @@ static inline uint64_t ura__now_ns(void)
 	return (uint64_t)ts.tv_sec * URA_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/* True when a struct's reserved words (sizeof bytes at p) are all zero. */
+static inline int ura__zeroed(const uint64_t *p, size_t bytes)
+{
+	uint64_t any = 0;
+	for (size_t i = 0; i < bytes / sizeof *p; i++)
+		any |= p[i];
+	return !any;
+}
+
 /* The clock, read at most once per pass: *now is 0 until someone needed
  * it. */
 static inline uint64_t ura__clock(uint64_t *now)
