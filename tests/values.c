@@ -486,6 +486,60 @@ static void test_atom_tags(void)
 	t_destroy(sys);
 }
 
+
+/* The header's traps, closed: an atom given to ura_send travels as an
+ * atom (a literal or a variable); URA_MAX_VALUES values go through the
+ * macro; a literal with a bad character is an invalid atom that every
+ * send refuses and no behavior accepts, never another, valid atom. */
+#define A_TRAP URA_ATOM("trap")
+static char g_trap_types[URA_MAX_VALUES + 1];
+static ura_atom g_trap_atom;
+static unsigned g_trap_n;
+static void on_trap(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	snprintf(g_trap_types, sizeof g_trap_types, "%s", ura_msg_types(m));
+	g_trap_n = ura_msg_count(m);
+	g_trap_atom = ura_arg_atom(m, 0);
+}
+URA_BEHAVIOR(trap_beh, URA_ON_ANY(A_TRAP, on_trap));
+static const ura_class trap_class = { .name = "traps", .initial = &trap_beh };
+URA_BEHAVIOR(bad_tag_beh, URA_ON(URA_ATOM("take-1"), "", on_trap));
+
+static void test_header_traps(void)
+{
+	ura_system *sys = t_system(1);
+	ura_ref r;
+	char buf[URA_ATOM_MAX + 1];
+	t_must(ura_spawn(sys, &trap_class, NULL, &r));
+	t_must(ura_send(sys, r, A_TRAP, URA_ATOM("x")));
+	t_rc(ura_system_await(sys), 0, "await");
+	t_streq(g_trap_types, "a", "an atom literal passed to ura_send arrives as an atom");
+	t_ok(g_trap_atom == URA_ATOM("x"), "with its value");
+	ura_atom v = URA_ATOM("yz");
+	t_must(ura_send(sys, r, A_TRAP, v, (uint64_t)7, 7ul));
+	t_rc(ura_system_await(sys), 0, "await");
+	t_streq(g_trap_types, "aii", "a ura_atom variable is an atom; uint64_t and unsigned long are int64");
+	t_must(ura_send(sys, r, A_TRAP, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+	t_rc(ura_system_await(sys), 0, "await");
+	t_eq(g_trap_n, URA_MAX_VALUES, "ura_send takes URA_MAX_VALUES values");
+	ura_atom bad = URA_ATOM("take-1");
+	t_ok(bad != URA_ATOM("take") && !ura_atom_valid(bad),
+	     "URA_ATOM(\"take-1\") is not \"take\": it is an invalid atom");
+	t_streq(ura_atom_name(bad, buf), "take?", "and prints marked as such");
+	t_streq(ura_atom_name(URA_ATOM("take"), NULL), "take", "ura_atom_name with no buffer");
+	t_rc(ura_send(sys, r, bad), -EINVAL, "an invalid atom as a tag: -EINVAL");
+	t_rc(ura_send(sys, r, A_TRAP, bad), -EINVAL, "an invalid atom as a value: -EINVAL");
+	t_rc(ura_send(sys, r, A_TRAP, 1ULL << 62), -EINVAL,
+	     "an unsigned long long that is no atom: -EINVAL");
+	t_rc(ura_behavior_check(&bad_tag_beh), -EINVAL, "a case tagged with it fails the check");
+	t_rc(ura_send_after(sys, r, URA_MSEC, bad), -EINVAL, "ura_send_after with it: -EINVAL");
+	ura_stats st;
+	t_must(ura_system_stats(sys, &st));
+	t_eq(st.sent, 3, "none of the refused sends was accepted");
+	t_destroy(sys);
+}
+
 /* Payloads across the allocator's size classes, up to a big one. */
 #define A_SIZED URA_ATOM("sized")
 static int g_sized_ok, g_sized_bad;
@@ -554,5 +608,6 @@ int main(void)
 	test_send_errors();
 	test_atoms();
 	test_atom_tags();
+	test_header_traps();
 	return t_done();
 }

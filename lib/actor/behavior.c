@@ -35,7 +35,7 @@ static int check_guard(const ura_case *c)
 
 static int check_case(const ura_case *c)
 {
-	if (c->reserved_)
+	if (c->reserved_ || c->tag >> 60)
 		return -EINVAL;
 	if (!c->fn)
 		return -EINVAL;

@@ -16,14 +16,14 @@
 #include "core/sched.h"
 
 /* Checks a send to `to` and builds its message: nothing is counted or
- * pushed. -EINVAL (no tag), the value errors of ura__msg_size, -ESRCH
+ * pushed. -EINVAL (no tag, or an invalid one), the value errors of ura__msg_size, -ESRCH
  * (`to` is not alive), -ESHUTDOWN, -ENOMEM. */
 static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref from,
 				ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
 				uint8_t kind, uint32_t req, struct ura__actor **ap,
 				struct ura_msg **mp)
 {
-	if (ura__unlikely(!sys || !tag))
+	if (ura__unlikely(!sys || !ura_atom_valid(tag)))
 		return -EINVAL;
 	long size = ura__msg_size(vals, n);
 	if (ura__unlikely(size < 0))

@@ -63,29 +63,50 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 /* Atoms: short names packed into 64 bits, cheap to compare, printable.
  *
- * An atom holds up to 10 characters from [0-9A-Za-z_], 6 bits each, so
- * URA_ATOM("take") is a constant usable in static initializers (not in a
- * switch: C only folds it there as an extension). Characters outside the
- * set encode as 0 and end the name; ura_atom_from() validates a run-time
- * string and returns -EINVAL instead. 0 is "no atom" (and the wildcard tag
- * in a behavior case).
+ * An atom holds up to 10 characters from [0-9A-Za-z_], 6 bits each (bits
+ * 60..63 are zero), so URA_ATOM("take") is a constant usable in static
+ * initializers (not in a switch: C only folds it there as an extension).
+ * 0 is "no atom" (and the wildcard tag in a behavior case).
+ *
+ * ura_atom is `unsigned long long`, a type of its own for ura_send: an
+ * atom given as a value (a literal or a ura_atom variable) is sent as an
+ * atom, type 'a'. So an integer must not be passed as unsigned long long
+ * (1ULL << 40): pass it as int, long, int64_t or uint64_t, or wrap it in
+ * ura_v_i64() (a ULL value that is no atom is refused with -EINVAL).
+ *
+ * A character outside the set in a literal: more than 10 characters fail
+ * to compile; any other bad character makes URA_ATOM("take-1") an invalid
+ * atom (bit 63 set) that every call taking a tag or an atom value refuses
+ * with -EINVAL (ura_send, ura_behavior_check and the behavior checks of
+ * spawn and become), and that ura_atom_name prints with a '?' at the end;
+ * it never becomes another, valid atom. In C++ (C++17) a bad character
+ * fails to compile. ura_atom_from() validates a run-time string.
  */
-typedef uint64_t ura_atom;
+typedef unsigned long long ura_atom;
 
 #define URA__A6(c) ((uint64_t)(                                          \
 	(c) >= 'a' && (c) <= 'z' ? (c) - 'a' + 38 :                      \
 	(c) >= 'A' && (c) <= 'Z' ? (c) - 'A' + 11 :                      \
 	(c) >= '0' && (c) <= '9' ? (c) - '0' + 1 :                       \
 	(c) == '_' ? 37 : 0))
+/* Bit 63 of an atom made from a literal with a character outside the set. */
+#define URA__ATOM_BAD ((uint64_t)1 << 63)
 /* The padding makes every index valid for any literal up to 10 chars, so
  * no compiler warns about reading past a short one. */
-#define URA__AC(s, i) (URA__A6((s "\0\0\0\0\0\0\0\0\0\0")[i]) << (6 * (i)))
+#define URA__AC(s, i) (URA__A6((s "\0\0\0\0\0\0\0\0\0\0")[i]) << (6 * (i)) |  \
+	((i) < sizeof(s) - 1 && !URA__A6((s "\0\0\0\0\0\0\0\0\0\0")[i]) ?      \
+	 URA__ATOM_BAD : 0))
+#ifndef __cplusplus
 #define URA_ATOM(s) (__extension__(ura_atom)(                            \
 	0 * sizeof(struct { int ok; _Static_assert(sizeof(s) <= 11,      \
 		"an atom has at most 10 characters"); }) +               \
 	(URA__AC(s, 0) | URA__AC(s, 1) | URA__AC(s, 2) | URA__AC(s, 3) |  \
 	 URA__AC(s, 4) | URA__AC(s, 5) | URA__AC(s, 6) | URA__AC(s, 7) |  \
 	 URA__AC(s, 8) | URA__AC(s, 9))))
+#endif
+/* True for an atom that ura can send and match: no bits above the 10th
+ * character, and not 0. */
+static inline int ura_atom_valid(ura_atom a) { return a && !(a >> 60); }
 
 #define URA_ATOM_MAX 10
 /* Writes the atom's name (at most 10 chars + NUL) into buf and returns buf. */
@@ -278,18 +299,23 @@ typedef struct ura_behavior {
 	(URA__SC(s, 0) | URA__SC(s, 1) | URA__SC(s, 2) | URA__SC(s, 3) |   \
 	 URA__SC(s, 4) | URA__SC(s, 5) | URA__SC(s, 6))))
 
-/* URA_ON(tag, "types", handler, .guard = fn, .guard_arg = p). The types
- * must be a string literal (URA_ON_ANY takes any values). */
+/* URA_ON(tag, "types", handler), or with a guard: URA_ON(..., handler,
+ * URA_GUARD(fn, arg)) (C and C++), URA_ON(..., handler, URA_WHEN(expr))
+ * (a guard expression, C: ura/guard.h), or in C also `.guard = fn,
+ * .guard_arg = p`. The types must be a string literal (URA_ON_ANY takes
+ * any values). C++ versions of these macros are at the end. */
+#ifndef __cplusplus
 #define URA_ON(tag_, types_, ...)                                          \
 	{ .tag = (tag_), .types = (types_),                                \
 	  .sig_ = URA__SIG(types_) | ((uint64_t)1 << 62), .fn = __VA_ARGS__ }
 #define URA_ON_ANY(tag_, ...)                                              \
 	{ .tag = (tag_), .types = NULL, .sig_ = 0, .fn = __VA_ARGS__ }
+#define URA_GUARD(fn_, arg_) .guard = (fn_), .guard_arg = (arg_)
 
 /*
  * Defines a file-scope behavior `name` (static const):
  *
- *	static const ura_behavior available;     // forward, if needed
+ *	URA_BEHAVIOR_DECL(available);            // forward, if needed
  *	URA_BEHAVIOR(available,
  *		URA_ON(A_TAKE, "r", take));
  *
@@ -298,6 +324,7 @@ typedef struct ura_behavior {
  * folds atoms in a plain array initializer, not in a compound literal.)
  */
 #define URA__UNPAREN(...) __VA_ARGS__
+#define URA_BEHAVIOR_DECL(name_) static const ura_behavior name_
 #define URA_BEHAVIOR_OPTS(name_, opts_, ...)                               \
 	static const ura_case name_##__ura_cases[] = { __VA_ARGS__ };      \
 	static const ura_behavior name_ = {                                \
@@ -306,6 +333,7 @@ typedef struct ura_behavior {
 				     sizeof(ura_case)),                    \
 		.name = #name_, URA__UNPAREN opts_ }
 #define URA_BEHAVIOR(name_, ...) URA_BEHAVIOR_OPTS(name_, (.unmatched = 0), __VA_ARGS__)
+#endif
 
 /* Builds a behavior at run time: copies `cases` (types strings included),
  * validates every case (a handler is set, types use only "idarsbp" and at
@@ -949,26 +977,30 @@ URA_API ura_ref ura_snap_map_ref(const ura_snap_map *map, ura_ref old);
 URA_API void ura_snap_map_free(ura_snap_map *map);
 
 /* ------------------------------------------------------------------------ */
-/* C11 conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
- * ura_system*, values of type int/long/long long/unsigned (int64), double,
- * ura_ref, char * / const char * (string), void * (opaque pointer) or an
- * explicit ura_value (ura_v_atom(A), ura_v_bytes(p, n)). */
+/* Conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
+ * ura_system*, and at most URA_MAX_VALUES values, each of type
+ * int/long/long long/unsigned/unsigned long and the shorter integer types
+ * (int64), float/double, ura_atom (unsigned long long: an atom, see
+ * Atoms), ura_ref, char * / const char * (string), void * (opaque pointer)
+ * or an explicit ura_value (ura_v_bytes(p, n), ura_v_i64(x)). The same in
+ * C (C11 _Generic) and C++ (overloads): see the end of this header. */
 #ifndef __cplusplus
 
 #define URA_V(x) _Generic((x),                                             \
 	int: ura_v_i64, long: ura_v_i64, long long: ura_v_i64,             \
 	unsigned: ura_v_i64, unsigned long: ura_v_i64,                     \
-	unsigned long long: ura_v_i64, short: ura_v_i64,                   \
+	ura_atom: ura_v_atom, short: ura_v_i64,                            \
 	unsigned short: ura_v_i64, signed char: ura_v_i64,                 \
-	unsigned char: ura_v_i64, _Bool: ura_v_i64,                        \
+	unsigned char: ura_v_i64, char: ura_v_i64, _Bool: ura_v_i64,       \
 	float: ura_v_f64, double: ura_v_f64,                               \
 	ura_ref: ura_v_ref, char *: ura_v_str, const char *: ura_v_str,    \
 	void *: ura_v_ptr, ura_value: ura_v_value)(x)
 
-#define URA__N(...) URA__N_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, \
-	7, 6, 5, 4, 3, 2, 1, 0)
+/* The count of (tag, values...): 1 .. URA_MAX_VALUES + 1. */
+#define URA__N(...) URA__N_(__VA_ARGS__, 17, 16, 15, 14, 13, 12, 11, 10,  \
+	9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define URA__N_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13,   \
-	a14, a15, a16, n, ...) n
+	a14, a15, a16, a17, n, ...) n
 #define URA__CAT(a, b) URA__CAT_(a, b)
 #define URA__CAT_(a, b) a##b
 #define URA__M0()
@@ -986,9 +1018,12 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 #define URA__M12(a, ...) URA_V(a), URA__M11(__VA_ARGS__)
 #define URA__M13(a, ...) URA_V(a), URA__M12(__VA_ARGS__)
 #define URA__M14(a, ...) URA_V(a), URA__M13(__VA_ARGS__)
+#define URA__M15(a, ...) URA_V(a), URA__M14(__VA_ARGS__)
+#define URA__M16(a, ...) URA_V(a), URA__M15(__VA_ARGS__)
 
 /* (tag, v...) -> tag, (const ura_value[]){v...}, n; the tag position is
- * always an atom. With no values: tag, NULL, 0. */
+ * always an atom. With no values: tag, NULL, 0. More than URA_MAX_VALUES
+ * values do not compile (URA__N has no count for them). */
 #define URA__TV(...) URA__CAT(URA__TV, URA__N(__VA_ARGS__))(__VA_ARGS__)
 #define URA__TV1(t) (t), NULL, 0u
 #define URA__TVN(t, n, ...) (t), (const ura_value[]){ URA__CAT(URA__M, n)(__VA_ARGS__) }, (n)
@@ -1006,6 +1041,8 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 #define URA__TV13(t, ...) URA__TVN(t, 12, __VA_ARGS__)
 #define URA__TV14(t, ...) URA__TVN(t, 13, __VA_ARGS__)
 #define URA__TV15(t, ...) URA__TVN(t, 14, __VA_ARGS__)
+#define URA__TV16(t, ...) URA__TVN(t, 15, __VA_ARGS__)
+#define URA__TV17(t, ...) URA__TVN(t, 16, __VA_ARGS__)
 
 #define ura_send(x, to, ...) _Generic((x),                                 \
 	ura_ctx *: ura_sendv_ctx, ura_system *: ura_sendv_sys)(            \
@@ -1041,5 +1078,196 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 #endif
 
 #include "ura/guard.h" /* guard expressions on cases */
+
+/* ------------------------------------------------------------------------ */
+/* C++ (C++17): the same macros, built from constexpr functions, overloads
+ * and templates instead of C11's _Generic and designated initializers.
+ *
+ *	URA_BEHAVIOR(player, URA_ON(A_PING, "ir", hit),
+ *		     URA_ON(A_PONG, "ir", hit, URA_GUARD(pred, &arg)));
+ *	ura_send(cx, peer, A_PONG, n + 1, ura_self(cx));
+ *
+ * Differences from C: a case's plain C guard is written URA_GUARD(fn,
+ * arg), which C accepts too, not `.guard = fn, .guard_arg = arg`; guard
+ * expressions (URA_WHEN, URA_G_*) are C only (they are compound
+ * literals); URA_BEHAVIOR_OPTS takes its options as one parenthesized
+ * list of `.field = value` items, up to 8; a behavior used before its
+ * definition is declared with URA_BEHAVIOR_DECL(name) (C++ has no
+ * tentative definitions). URA_ATOM with a character outside
+ * [0-9A-Za-z_] does not compile. */
+#ifdef __cplusplus
+
+namespace ura_detail {
+
+constexpr ura_atom a6(char c)
+{
+	return c >= 'a' && c <= 'z' ? (ura_atom)(c - 'a' + 38) :
+	       c >= 'A' && c <= 'Z' ? (ura_atom)(c - 'A' + 11) :
+	       c >= '0' && c <= '9' ? (ura_atom)(c - '0' + 1) :
+	       c == '_' ? (ura_atom)37 : (ura_atom)0;
+}
+
+/* Throws on a bad literal: evaluated as a template argument below, a
+ * throw is not a constant expression, so the program does not compile. */
+constexpr ura_atom atom(const char *s, unsigned long n)
+{
+	if (n == 0 || n > URA_ATOM_MAX)
+		throw "an atom has 1 to 10 characters";
+	ura_atom a = 0;
+	for (unsigned long i = 0; i < n; i++) {
+		if (!a6(s[i]))
+			throw "an atom has only the characters [0-9A-Za-z_]";
+		a |= a6(s[i]) << (6 * i);
+	}
+	return a;
+}
+
+template <ura_atom A> struct atom_c {
+	static constexpr ura_atom value = A;
+};
+
+struct guard_t {
+	ura_guard_fn *fn;
+	const void *arg;
+};
+
+constexpr ura_case on(ura_atom tag, const char *types, uint64_t sig, ura_handler *fn)
+{
+	return ura_case{ tag, types, fn, nullptr, nullptr, sig, 0 };
+}
+
+constexpr ura_case on(ura_atom tag, const char *types, uint64_t sig, ura_handler *fn,
+		      guard_t g)
+{
+	return ura_case{ tag, types, fn, g.fn, g.arg, sig, 0 };
+}
+
+inline ura_value v(int x) { return ura_v_i64(x); }
+inline ura_value v(long x) { return ura_v_i64(x); }
+inline ura_value v(long long x) { return ura_v_i64(x); }
+inline ura_value v(unsigned x) { return ura_v_i64((int64_t)x); }
+inline ura_value v(unsigned long x) { return ura_v_i64((int64_t)x); }
+inline ura_value v(short x) { return ura_v_i64(x); }
+inline ura_value v(unsigned short x) { return ura_v_i64(x); }
+inline ura_value v(signed char x) { return ura_v_i64(x); }
+inline ura_value v(unsigned char x) { return ura_v_i64(x); }
+inline ura_value v(char x) { return ura_v_i64(x); }
+inline ura_value v(bool x) { return ura_v_i64(x); }
+inline ura_value v(float x) { return ura_v_f64(x); }
+inline ura_value v(double x) { return ura_v_f64(x); }
+inline ura_value v(ura_atom x) { return ura_v_atom(x); }
+inline ura_value v(ura_ref x) { return ura_v_ref(x); }
+inline ura_value v(const char *x) { return ura_v_str(x); }
+inline ura_value v(char *x) { return ura_v_str(x); }
+inline ura_value v(void *x) { return ura_v_ptr(x); }
+inline ura_value v(ura_value x) { return x; }
+
+inline int sendv(ura_ctx *x, ura_ref to, ura_atom t, const ura_value *vs, unsigned n)
+{ return ura_sendv_ctx(x, to, t, vs, n); }
+inline int sendv(ura_system *x, ura_ref to, ura_atom t, const ura_value *vs, unsigned n)
+{ return ura_sendv_sys(x, to, t, vs, n); }
+inline ura_timer afterv(ura_ctx *x, ura_ref to, uint64_t d, ura_atom t,
+			const ura_value *vs, unsigned n)
+{ return ura_send_afterv_ctx(x, to, d, t, vs, n); }
+inline ura_timer afterv(ura_system *x, ura_ref to, uint64_t d, ura_atom t,
+			const ura_value *vs, unsigned n)
+{ return ura_send_afterv_sys(x, to, d, t, vs, n); }
+inline long groupv(ura_ctx *x, ura_group *g, ura_atom t, const ura_value *vs, unsigned n)
+{ return ura_send_groupv_ctx(x, g, t, vs, n); }
+inline long groupv(ura_system *x, ura_group *g, ura_atom t, const ura_value *vs, unsigned n)
+{ return ura_send_groupv_sys(x, g, t, vs, n); }
+inline int spawn(ura_ctx *x, const ura_class *c, const void *arg, ura_ref *out)
+{ return ura_spawn_ctx(x, c, arg, out); }
+inline int spawn(ura_system *x, const ura_class *c, const void *arg, ura_ref *out)
+{ return ura_spawn_sys(x, c, arg, out); }
+inline int spawn_ex(ura_ctx *x, const ura_class *c, const void *arg,
+		    const ura_spawn_opts *o, ura_ref *out)
+{ return ura_spawn_ex_ctx(x, c, arg, o, out); }
+inline int spawn_ex(ura_system *x, const ura_class *c, const void *arg,
+		    const ura_spawn_opts *o, ura_ref *out)
+{ return ura_spawn_ex_sys(x, c, arg, o, out); }
+
+/* The values of one call, on the caller's stack. */
+template <class... A> struct vals {
+	static_assert(sizeof...(A) <= URA_MAX_VALUES, "at most URA_MAX_VALUES values");
+	ura_value a[sizeof...(A) ? sizeof...(A) : 1];
+	explicit vals(A... x) : a{ v(x)... } {}
+	const ura_value *p() const { return sizeof...(A) ? a : nullptr; }
+	static constexpr unsigned n = sizeof...(A);
+};
+
+template <class X, class... A> int send(X *x, ura_ref to, ura_atom t, A... a)
+{ vals<A...> vs(a...); return sendv(x, to, t, vs.p(), vs.n); }
+template <class... A> int reply(ura_ctx *cx, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_replyv(cx, t, vs.p(), vs.n); }
+template <class... A>
+int request(ura_ctx *cx, ura_ref to, ura_handler *cont, void *data, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_requestv(cx, to, cont, data, t, vs.p(), vs.n); }
+template <class... A>
+int request_for(ura_ctx *cx, ura_ref to, uint64_t tmo, ura_handler *cont, void *data,
+		ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_requestv_for(cx, to, tmo, cont, data, t, vs.p(), vs.n); }
+template <class X, class... A> ura_timer after(X *x, ura_ref to, uint64_t d, ura_atom t, A... a)
+{ vals<A...> vs(a...); return afterv(x, to, d, t, vs.p(), vs.n); }
+template <class X, class... A> long group(X *x, ura_group *g, ura_atom t, A... a)
+{ vals<A...> vs(a...); return groupv(x, g, t, vs.p(), vs.n); }
+template <class T> int become_bound(ura_ctx *cx, const ura_behavior *b, T x)
+{ return ura_become_with(cx, b, v(x)); }
+
+} /* namespace ura_detail */
+
+#define URA_ATOM(s) (::ura_detail::atom_c<::ura_detail::atom(s, sizeof(s) - 1)>::value)
+#define URA_ON(tag_, types_, ...)                                          \
+	::ura_detail::on((tag_), (types_),                                 \
+			 URA__SIG(types_) | ((uint64_t)1 << 62), __VA_ARGS__)
+#define URA_ON_ANY(tag_, ...)                                              \
+	::ura_detail::on((tag_), nullptr, 0, __VA_ARGS__)
+#define URA_GUARD(fn_, arg_) (::ura_detail::guard_t{ (fn_), (arg_) })
+#define URA_BEHAVIOR_DECL(name_) extern const ura_behavior name_
+#define URA__BO1(b, o) b o;
+#define URA__BO2(b, o, ...) b o; URA__BO1(b, __VA_ARGS__)
+#define URA__BO3(b, o, ...) b o; URA__BO2(b, __VA_ARGS__)
+#define URA__BO4(b, o, ...) b o; URA__BO3(b, __VA_ARGS__)
+#define URA__BO5(b, o, ...) b o; URA__BO4(b, __VA_ARGS__)
+#define URA__BO6(b, o, ...) b o; URA__BO5(b, __VA_ARGS__)
+#define URA__BO7(b, o, ...) b o; URA__BO6(b, __VA_ARGS__)
+#define URA__BO8(b, o, ...) b o; URA__BO7(b, __VA_ARGS__)
+#define URA__BON(...) URA__BON_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define URA__BON_(a1, a2, a3, a4, a5, a6, a7, a8, n, ...) n
+#define URA__BOPTS(b, ...) URA__CAT(URA__BO, URA__BON(__VA_ARGS__))(b, __VA_ARGS__)
+#define URA__CAT(a, b) URA__CAT_(a, b)
+#define URA__CAT_(a, b) a##b
+#define URA__UNPAREN(...) __VA_ARGS__
+#define URA_BEHAVIOR_OPTS(name_, opts_, ...)                               \
+	static const ura_case name_##__ura_cases[] = { __VA_ARGS__ };      \
+	const ura_behavior name_ = [] {                                    \
+		ura_behavior b_{};                                         \
+		b_.cases = name_##__ura_cases;                             \
+		b_.ncases = (uint32_t)(sizeof(name_##__ura_cases) /        \
+				       sizeof(ura_case));                  \
+		b_.name = #name_;                                          \
+		URA__BOPTS(b_, URA__UNPAREN opts_)                         \
+		return b_;                                                 \
+	}()
+#define URA_BEHAVIOR(name_, ...)                                           \
+	static const ura_case name_##__ura_cases[] = { __VA_ARGS__ };      \
+	const ura_behavior name_ = { name_##__ura_cases,                   \
+		(uint32_t)(sizeof(name_##__ura_cases) / sizeof(ura_case)), \
+		0, #name_, 0, nullptr, { 0, 0 } }
+
+#define ura_send(x, to, ...) ::ura_detail::send((x), (to), __VA_ARGS__)
+#define ura_reply(cx, ...) ::ura_detail::reply((cx), __VA_ARGS__)
+#define ura_request(cx, to, cont, data, ...)                               \
+	::ura_detail::request((cx), (to), (cont), (data), __VA_ARGS__)
+#define ura_request_for(cx, to, timeout, cont, data, ...)                  \
+	::ura_detail::request_for((cx), (to), (timeout), (cont), (data), __VA_ARGS__)
+#define ura_spawn(x, cls, ...) ::ura_detail::spawn((x), (cls), __VA_ARGS__)
+#define ura_spawn_ex(x, cls, ...) ::ura_detail::spawn_ex((x), (cls), __VA_ARGS__)
+#define ura_become_bound(cx, b, x) ::ura_detail::become_bound((cx), (b), (x))
+#define ura_send_after(x, to, delay, ...)                                  \
+	::ura_detail::after((x), (to), (delay), __VA_ARGS__)
+#define ura_send_group(x, g, ...) ::ura_detail::group((x), (g), __VA_ARGS__)
+
+#endif /* __cplusplus */
 
 #endif /* URA_H */

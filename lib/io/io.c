@@ -368,7 +368,7 @@ static int64_t op_commit(ura_ctx *cx, struct ura__op *op, ura_atom tag, unsigned
 
 URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 {
-	if (!cx || !r || !tag)
+	if (!cx || !r || !ura_atom_valid(tag))
 		return -EINVAL;
 	int rc = check_req(r);
 	struct ura__op *op = NULL;
@@ -447,7 +447,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 
 URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg)
 {
-	if (!cx || !fn || !tag)
+	if (!cx || !fn || !ura_atom_valid(tag))
 		return -EINVAL;
 	ura_io_req fake = URA__ZERO;
 	fake.op = URA__OP_OFFLOAD;

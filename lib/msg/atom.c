@@ -10,6 +10,10 @@ static const char alphabet[64] =
 
 URA_API const char *ura_atom_name(ura_atom a, char buf[URA_ATOM_MAX + 1])
 {
+	/* No buffer: a per-thread one, valid until this thread's next call. */
+	static _Thread_local char own[URA_ATOM_MAX + 1];
+	if (!buf)
+		buf = own;
 	int n = 0;
 	for (int i = 0; i < URA_ATOM_MAX; i++) {
 		unsigned c = (unsigned)(a >> (6 * i)) & 63;
@@ -17,6 +21,11 @@ URA_API const char *ura_atom_name(ura_atom a, char buf[URA_ATOM_MAX + 1])
 			break;
 		buf[n++] = alphabet[c];
 	}
+	/* Not an atom ura made (a bad character in a literal, or bits no
+	 * name has): the name is marked, never passed off as a valid one.
+	 * An invalid literal stops at its bad character, so the mark fits. */
+	if (a >> 60 && n < URA_ATOM_MAX)
+		buf[n++] = '?';
 	buf[n] = 0;
 	return buf;
 }
@@ -33,7 +42,7 @@ URA_API int ura_atom_from(const char *name, ura_atom *out)
 		const char *p = memchr(alphabet + 1, name[i], 63);
 		if (!p)
 			return -EINVAL;
-		a |= (uint64_t)(p - alphabet) << (6 * i);
+		a |= (ura_atom)(p - alphabet) << (6 * i);
 	}
 	*out = a;
 	return 0;

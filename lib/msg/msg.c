@@ -28,8 +28,14 @@ long ura__msg_size(const ura_value *vals, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		const ura_value *v = &vals[i];
 		switch (v->type) {
-		case URA_T_I64: case URA_T_F64: case URA_T_ATOM:
-		case URA_T_REF: case URA_T_PTR:
+		case URA_T_I64: case URA_T_F64: case URA_T_REF: case URA_T_PTR:
+			break;
+		case URA_T_ATOM:
+			/* 0 is allowed as a value ("no atom"); bits no atom has
+			 * are not (a bad literal, or an integer passed as
+			 * unsigned long long). */
+			if (v->u.atom >> 60)
+				return -EINVAL;
 			break;
 		case URA_T_STR: {
 			size_t len = v->u.str ? strlen(v->u.str) : 0;

@@ -260,10 +260,12 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	pthread_condattr_destroy(&ca);
 	rc = -ENOMEM;
 	sys->workers = ura__aligned_alloc(URA__CACHELINE, workers * sizeof *sys->workers);
-	sys->nodes = ura__aligned_alloc(URA__CACHELINE, (size_t)topo.nnodes * sizeof *sys->nodes);
-	if (sys->workers && sys->nodes) {
+	if (sys->workers)
 		memset(sys->workers, 0, workers * sizeof *sys->workers);
+	sys->nodes = ura__aligned_alloc(URA__CACHELINE, (size_t)topo.nnodes * sizeof *sys->nodes);
+	if (sys->nodes)
 		memset(sys->nodes, 0, (size_t)topo.nnodes * sizeof *sys->nodes);
+	if (sys->workers && sys->nodes) {
 		/* Layout: workers on CPUs and nodes. */
 		lay_out(sys, &topo);
 		if (topo.simulated)
@@ -277,9 +279,6 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		    (rc = ura__signals_init(sys)) == 0 &&
 		    (rc = ura__groups_init(sys)) == 0)
 			rc = ura__snap_init(sys);
-	} else if (!sys->workers) {
-		free(sys->nodes);
-		sys->nodes = NULL;
 	}
 	ura__topo_free(&topo);
 	if (rc == 0 && !p.paused)

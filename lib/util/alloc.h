@@ -26,9 +26,10 @@ unsigned long ura__alloc_fail_at(unsigned long n, int sticky);
 static inline void *ura__malloc(size_t n) { return URA__FAIL() ? NULL : malloc(n); }
 static inline void *ura__calloc(size_t k, size_t n) { return URA__FAIL() ? NULL : calloc(k, n); }
 static inline void *ura__realloc(void *p, size_t n) { return URA__FAIL() ? NULL : realloc(p, n); }
+/* C11 wants the size a multiple of the alignment (a power of two). */
 static inline void *ura__aligned_alloc(size_t a, size_t n)
 {
-	return URA__FAIL() ? NULL : aligned_alloc(a, n);
+	return URA__FAIL() ? NULL : aligned_alloc(a, (n + a - 1) & ~(a - 1));
 }
 static inline char *ura__strdup(const char *s) { return URA__FAIL() ? NULL : strdup(s); }
 
