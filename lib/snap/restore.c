@@ -196,13 +196,15 @@ static int bound_ok(const ura_value *v)
 	       v->type == URA_T_REF;
 }
 
-/* Skips n encoded messages (checking them); -EINVAL if malformed. */
+/* Skips n encoded messages (checking them); -EINVAL if malformed. With
+ * timers, each comes after its handle, which keys R->timers: a handle of
+ * 0 (never a timer's, and the map's empty key) is malformed too. */
 static int check_msgs(struct ura__rd *r, uint32_t n, int timers)
 {
 	struct ura__smsg m;
 	for (uint32_t i = 0; i < n; i++) {
-		if (timers)
-			(void)ura__rd_take(r, 24);
+		if (timers && (ura__rd_u64(r) == 0 || !ura__rd_take(r, 16)))
+			return -EINVAL;
 		if (ura__snap_get_msg(r, &m) < 0)
 			return -EINVAL;
 	}

@@ -238,14 +238,26 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 	size_t at = rec->n;
 	ura__b_u32(rec, 0); /* state length */
 	if (rg->sc.save) {
-		ura_snap_out out = { rec };
+		ura_snap_out out = { rec, rec->n, 0 };
 		int rc = rg->sc.save(&out, a->state);
+		if (out.big) {
+			problem(S, buf, rec, id, "actor %s <%u.%u>: its saved state is over %zu "
+				"bytes, the most a snapshot holds for one actor", cname, a->idx, gen,
+				URA__SNAP_LEN_MAX);
+			return;
+		}
 		if (rc < 0) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: save callback failed: %s", cname,
 				a->idx, gen, ura_strerror(rc));
 			return;
 		}
 	} else {
+		if (a->state && a->cls->state_size > URA__SNAP_LEN_MAX) {
+			problem(S, buf, rec, id, "actor %s <%u.%u>: its state is %zu bytes, over "
+				"the %zu a snapshot holds for one actor", cname, a->idx, gen,
+				a->cls->state_size, URA__SNAP_LEN_MAX);
+			return;
+		}
 		ura__b_put(rec, a->state, a->state ? a->cls->state_size : 0);
 	}
 	ura__b_patch32(rec, at, (uint32_t)(rec->n - at - 4));
@@ -287,6 +299,12 @@ static void capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct ura
 		ntimers++;
 	}
 	ura__b_patch32(rec, at, ntimers);
+	if (rec->n - 8 > URA__SNAP_LEN_MAX) {
+		problem(S, buf, rec, id, "actor %s <%u.%u>: its state, stash and delayed sends "
+			"are over %zu bytes, the most a snapshot holds for one actor", cname,
+			a->idx, gen, URA__SNAP_LEN_MAX);
+		return;
+	}
 	ura__b_patch32(rec, 4, (uint32_t)(rec->n - 8));
 	atomic_fetch_add_explicit(&S->ntimers, ntimers, memory_order_relaxed);
 	store(S, buf, rec, id);
@@ -645,6 +663,8 @@ static void put_groups(ura_system *sys, struct gather *g, struct ura__bytes *bod
 		}
 		pthread_rwlock_unlock(&gr->lock);
 		ura__b_patch32(body, at, n);
+		if (body->n - start - 8 > URA__SNAP_LEN_MAX && !body->err)
+			body->err = -EFBIG; /* 512M members: persist says so */
 		ura__b_patch32(body, start + 4, (uint32_t)(body->n - start - 8));
 		++*ngroups;
 	}
@@ -738,6 +758,8 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 	info->timers = atomic_load_explicit(&S->ntimers, memory_order_relaxed);
 	if (body.err) {
 		rc = body.err;
+		if (rc == -EFBIG)
+			*error = strdup("a group has more members than a snapshot record holds");
 		goto out;
 	}
 	/* Header (FORMAT.md). */
@@ -996,10 +1018,24 @@ out:
 
 /* ---- save callbacks' writer ----------------------------------------- */
 
+/* Refuses a put that would make the state longer than its 32-bit length
+ * field says, before anything is copied (the state need not fit in
+ * memory twice to be refused). */
+static int put_room(ura_snap_out *out, size_t n)
+{
+	if (n > URA__SNAP_LEN_MAX - (out->b->n - out->start)) {
+		out->big = 1;
+		return -EFBIG;
+	}
+	return 0;
+}
+
 URA_API int ura_snap_put(ura_snap_out *out, const void *p, size_t n)
 {
 	if (!out || (n && !p))
 		return -EINVAL;
+	if (put_room(out, n) < 0)
+		return -EFBIG;
 	ura__b_put(out->b, p, n);
 	return out->b->err;
 }
@@ -1008,6 +1044,8 @@ static int put_tagged(ura_snap_out *out, uint8_t tag, uint64_t v)
 {
 	if (!out)
 		return -EINVAL;
+	if (put_room(out, 9) < 0)
+		return -EFBIG;
 	ura__b_u8(out->b, tag);
 	ura__b_u64(out->b, v);
 	return out->b->err;
