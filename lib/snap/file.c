@@ -340,7 +340,7 @@ int ura__snap_file_read(const char *path, size_t hdrlen, ura__snap_hdr_fn *check
 		goto out;
 	}
 	if ((uint64_t)want > max_size || (uint64_t)want > SIZE_MAX) {
-		rc = fail(why, whylen, -EFBIG, "refused: %" PRId64 " bytes, more than the "
+		rc = fail(why, whylen, -ENOMEM, "refused: %" PRId64 " bytes, more than the "
 			  "%" PRIu64 " it may take in memory", want, max_size);
 		goto out;
 	}

@@ -48,7 +48,7 @@ typedef int64_t ura__snap_hdr_fn(void *ud, const unsigned char *hdr, size_t n,
  * anything but a regular file is refused (-EINVAL) before a byte is read.
  * Then its first hdrlen bytes go to check, and only the size check
  * returns is allocated and read, if it is at most max_size (else
- * -EFBIG). A file that shrinks while it is read is -EINVAL. -errno of
+ * -ENOMEM, saying so). A file that shrinks while it is read is -EINVAL. -errno of
  * the failing call otherwise.
  */
 int ura__snap_file_read(const char *path, size_t hdrlen, ura__snap_hdr_fn *check,
