@@ -234,19 +234,18 @@ again:
 			goto drop;
 		}
 	}
-	int fdc = fd;
-	fd = -1;
-	/* An error here can be a deferred write error (NFS). */
-	if (close(fdc) < 0 && errno != EINTR) {
-		rc = fail(why, whylen, -errno, "closing the file: %s", errtext(errno));
-		goto drop;
-	}
+	/* Straight after the link: a kill -9 between the two leaves the
+	 * named file behind, so that window holds nothing else. */
 	if (renameat(dfd, name, dfd, base) < 0) {
 		rc = fail(why, whylen, -errno, "cannot rename the file into place: %s",
 			  errtext(errno));
 		goto drop;
 	}
 	name[0] = 0;
+	/* After the fsync, close has nothing left to write back (not even
+	 * on NFS), so it cannot report a lost write. */
+	close(fd);
+	fd = -1;
 	/* The rename itself is durable once the directory is. Some
 	 * filesystems refuse fsync on a directory (EINVAL): nothing more
 	 * can be done there. */

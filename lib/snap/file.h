@@ -25,10 +25,12 @@
  * or a device, FIFO or socket (-EINVAL), it is refused and left as it
  * is. Otherwise 0 or the -errno of the call that failed.
  *
- * What a kill -9 can leave in the directory: with O_TMPFILE, nothing but
- * in the microseconds between the linkat that names the finished file
- * and the rename; with a named temporary, that file from its creation to
- * the rename. Either is named ".urasnap.<16 hex digits>".
+ * What a kill -9 can leave in the directory: with O_TMPFILE, nothing,
+ * unless it lands in the tens of microseconds of the linkat that names
+ * the finished file just before the rename (linkat cannot replace a
+ * name): then that complete file; with a named temporary, that file,
+ * whole or not, from its creation to the rename. Either is named
+ * ".urasnap.<16 hex digits>".
  * URA_SNAP_TMPFILE=0 in the environment forces the named temporary.
  */
 int ura__snap_file_write(const char *path, const struct iovec *parts, int nparts,
