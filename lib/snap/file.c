@@ -104,16 +104,19 @@ static int open_named(int dfd, char name[32], int *fd)
 {
 	for (int i = 0; i < NAME_TRIES; i++) {
 		tmp_name(name);
-		/* O_NOFOLLOW as well as O_EXCL: O_EXCL alone already fails on
-		 * a symlink, but says so only as EEXIST. */
+		/* O_EXCL refuses any existing name, a symlink included (it
+		 * is never followed); O_NOFOLLOW says so again for NFS before
+		 * v3, where O_EXCL is not atomic. */
 		*fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			     0644);
 		if (*fd >= 0)
 			return 0;
 		if (errno != EEXIST && errno != ELOOP)
-			return -errno;
+			break;
 	}
-	return -EEXIST;
+	int rc = errno == ELOOP ? -EEXIST : -errno;
+	name[0] = 0; /* not ours: never to be unlinked */
+	return rc;
 }
 
 /* Gives the unnamed file fd a name in dfd (into name). The /proc link
@@ -131,9 +134,11 @@ static int link_tmpfile(int fd, int dfd, char name[32])
 		if (errno == ENOENT && linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
 			return 0;
 		if (errno != EEXIST)
-			return -errno;
+			break;
 	}
-	return -EEXIST;
+	int rc = -errno;
+	name[0] = 0; /* not ours: never to be unlinked */
+	return rc;
 }
 
 int ura__snap_file_write(const char *path, const struct iovec *parts, int nparts,
