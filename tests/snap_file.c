@@ -437,6 +437,21 @@ static int child_loop(const char *path, int fd)
 	return 5;
 }
 
+/* Bytes pid has written so far (/proc/PID/io); 0 if unreadable. */
+static uint64_t wchar(pid_t pid)
+{
+	char p[64], line[128];
+	snprintf(p, sizeof p, "/proc/%ld/io", (long)pid);
+	FILE *f = fopen(p, "r");
+	unsigned long long v = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "wchar: %llu", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v;
+}
+
 static void test_kill(const char *dir, const char *self, int named)
 {
 	char sub[300], path[400];
@@ -451,7 +466,7 @@ static void test_kill(const char *dir, const char *self, int named)
 		rounds = 5;
 	unsigned seed = (unsigned)t_now_ns();
 	t_diag("kill -9: %ld rounds, seed %u", rounds, seed);
-	int left = 0, odd = 0, started = 0, whole = 0, linked = 0;
+	int left = 0, odd = 0, started = 0, whole = 0, linked = 0, writing = 0;
 	for (long r = 0; r < rounds; r++) {
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0)
@@ -466,12 +481,23 @@ static void test_kill(const char *dir, const char *self, int named)
 		}
 		close(p[1]);
 		/* Once the first snapshot is written, one is always running:
-		 * the kill lands somewhere in capture, build or write. */
+		 * on even rounds the kill lands anywhere in capture, build or
+		 * write; on odd ones within 15 ms of the next file's first
+		 * write (the header), so in the write, fsync or rename
+		 * however long a loaded machine makes the rest. */
 		struct pollfd pf = { p[0], POLLIN, 0 };
 		char c = 0;
 		if (poll(&pf, 1, 60000) == 1 && read(p[0], &c, 1) == 1 && c == 'y')
 			started++;
-		usleep((useconds_t)(rand_r(&seed) % 60000));
+		uint64_t w0 = wchar(pid), t0 = t_now_ns();
+		if ((r & 1) && w0) {
+			while (wchar(pid) == w0 && t_now_ns() - t0 < 10 * URA_SEC)
+				usleep(100);
+			writing++;
+			usleep((useconds_t)(rand_r(&seed) % 15000));
+		} else {
+			usleep((useconds_t)(rand_r(&seed) % 60000));
+		}
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		close(p[0]);
@@ -499,6 +525,7 @@ static void test_kill(const char *dir, const char *self, int named)
 			whole++;
 	}
 	t_eq(started, rounds, "every child wrote its first snapshot");
+	t_diag("%d kills timed from the start of a write", writing);
 	t_eq(whole, rounds, "after every kill the snapshot file is whole and restores");
 	if (named) {
 		t_diag("named temporaries: %d left by %ld kills", left, rounds);
