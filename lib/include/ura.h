@@ -951,7 +951,18 @@ typedef struct ura_snap_opts {
 /* Starts a snapshot of sys into the file `path` (copied) and returns at
  * once: 0, -EBUSY while another one runs, -EINVAL (no path), -ESHUTDOWN,
  * -ENOMEM, or a thread start's error. Completion is reported through opts
- * (NULL: only the log, on failure). Any thread, a handler included. */
+ * (NULL: only the log, on failure). Any thread, a handler included.
+ * The file is written to a temporary file of its own in path's directory
+ * (O_TMPFILE, else a random .urasnap.* name made with O_EXCL|O_NOFOLLOW),
+ * then renamed over path: nothing is ever written through a symlink, and
+ * snapshots of two systems to one path each leave a whole file. Only a
+ * regular file is replaced: if path is a symlink (status -ELOOP), a
+ * directory (-EISDIR), or a device, FIFO or socket (-EINVAL), the snapshot
+ * fails and leaves it as it is; info->error says why. A kill -9 leaves no
+ * temporary file being written behind (with O_TMPFILE; where a filesystem
+ * lacks it, a .urasnap.* file can remain). An actor's saved state is at
+ * most UINT32_MAX bytes: ura_snap_put refuses a put past that (-EFBIG) and
+ * the snapshot fails, naming the actor. */
 URA_API int ura_snapshot(ura_system *sys, const char *path, const ura_snap_opts *opts);
 
 /* Old refs to new: returned by ura_restore. */

@@ -209,14 +209,26 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 	size_t at = rec->n;
 	ura__b_u32(rec, 0); /* state length */
 	if (rg->sc.save) {
-		ura_snap_out out = { rec };
+		ura_snap_out out = { rec, rec->n, 0 };
 		int rc = rg->sc.save(&out, a->state);
+		if (out.big) {
+			problem(S, buf, rec, id, "actor %s <%u.%u>: its saved state is over %zu "
+				"bytes, the most a snapshot holds for one actor", cname, a->idx, gen,
+				URA__SNAP_LEN_MAX);
+			return;
+		}
 		if (rc < 0) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: save callback failed: %s", cname,
 				a->idx, gen, ura_strerror(rc));
 			return;
 		}
 	} else {
+		if (a->state && a->cls->state_size > URA__SNAP_LEN_MAX) {
+			problem(S, buf, rec, id, "actor %s <%u.%u>: its state is %zu bytes, over "
+				"the %zu a snapshot holds for one actor", cname, a->idx, gen,
+				a->cls->state_size, URA__SNAP_LEN_MAX);
+			return;
+		}
 		ura__b_put(rec, a->state, a->state ? a->cls->state_size : 0);
 	}
 	ura__b_patch32(rec, at, (uint32_t)(rec->n - at - 4));
@@ -258,6 +270,12 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 		ntimers++;
 	}
 	ura__b_patch32(rec, at, ntimers);
+	if (rec->n - 8 > URA__SNAP_LEN_MAX) {
+		problem(S, buf, rec, id, "actor %s <%u.%u>: its state, stash and delayed sends "
+			"are over %zu bytes, the most a snapshot holds for one actor", cname,
+			a->idx, gen, URA__SNAP_LEN_MAX);
+		return;
+	}
 	ura__b_patch32(rec, 4, (uint32_t)(rec->n - 8));
 	atomic_fetch_add_explicit(&S->ntimers, ntimers, memory_order_relaxed);
 	store(S, buf, rec, id);

@@ -121,6 +121,8 @@ static inline size_t hash64(uint64_t k, size_t mask)
 
 int ura__map_put(struct ura__map *m, uint64_t k, uint64_t v)
 {
+	if (!k) /* the empty slot's key: it would vanish and corrupt n */
+		return -EINVAL;
 	if ((m->n + 1) * 2 > m->cap) {
 		size_t cap = m->cap ? m->cap * 2 : 64;
 		uint64_t *nk = ura__calloc(cap, sizeof *nk), *nv = ura__calloc(cap, sizeof *nv);

@@ -17,6 +17,9 @@
 #define URA__SNAP_HDR 64u
 #define URA__SNAP_TRAILER 8u
 #define URA__SNAP_END 0x21444e45u   /* "END!" little-endian */
+/* The most a record, or an actor's saved state, may hold: their lengths
+ * are 32 bits in the file. */
+#define URA__SNAP_LEN_MAX ((size_t)UINT32_MAX)
 
 enum {
 	URA__REC_CLASS = 1,
@@ -81,7 +84,7 @@ static inline uint64_t ura__rd_uN(struct ura__rd *r, size_t n)
 
 uint32_t ura__crc32c(uint32_t crc, const void *p, size_t n);
 
-/* Open addressing, keys != 0. */
+/* Open addressing, keys != 0 (a put of 0 is -EINVAL). */
 struct ura__map {
 	uint64_t *k, *v;
 	size_t cap, n;

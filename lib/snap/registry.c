@@ -67,10 +67,24 @@ out:
 
 /* ---- save callbacks' writer ----------------------------------------- */
 
+/* Refuses a put that would make the state longer than its 32-bit length
+ * field says, before anything is copied (the state need not fit in
+ * memory twice to be refused). */
+static int put_room(ura_snap_out *out, size_t n)
+{
+	if (n > URA__SNAP_LEN_MAX - (out->b->n - out->start)) {
+		out->big = 1;
+		return -EFBIG;
+	}
+	return 0;
+}
+
 URA_API int ura_snap_put(ura_snap_out *out, const void *p, size_t n)
 {
 	if (!out || (n && !p))
 		return -EINVAL;
+	if (put_room(out, n) < 0)
+		return -EFBIG;
 	ura__b_put(out->b, p, n);
 	return out->b->err;
 }
@@ -79,6 +93,8 @@ static int put_tagged(ura_snap_out *out, uint8_t tag, uint64_t v)
 {
 	if (!out)
 		return -EINVAL;
+	if (put_room(out, 9) < 0)
+		return -EFBIG;
 	ura__b_u8(out->b, tag);
 	ura__b_u64(out->b, v);
 	return out->b->err;

@@ -15,6 +15,7 @@
 
 #include "actor/actor.h"
 #include "actor/group.h"
+#include "snap/file.h"
 #include "snap/snap_int.h"
 #include "time/delay.h"
 
@@ -109,56 +110,16 @@ static int grow(void **v, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-static int read_file(struct restore *R)
+/* Steps 1 to 5 of FORMAT.md's checks, on the header alone: f holds the
+ * first min(64, size) bytes of a file of size bytes. */
+static int check_header(struct restore *R, const unsigned char *f, uint64_t size)
 {
-	int fd = open(R->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	int rc = 0;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = bad(R, "not a regular file");
-		goto out;
-	}
-	R->size = (size_t)st.st_size;
-	R->file = ura__malloc(R->size ? R->size : 1);
-	if (!R->file) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t off = 0; off < R->size;) {
-		ssize_t k = read(fd, R->file + off, R->size - off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			rc = -errno;
-			goto out;
-		}
-		if (k == 0) {
-			R->size = off; /* shrank while we read: checked below */
-			break;
-		}
-		off += (size_t)k;
-	}
-out:
-	close(fd);
-	return rc;
-}
-
-/* Header, sizes, version and checksums (FORMAT.md). */
-static int check_file(struct restore *R, struct ura__rd *body)
-{
-	const unsigned char *f = R->file;
-	if (R->size < URA__SNAP_HDR + URA__SNAP_TRAILER)
-		return bad(R, "truncated: %zu bytes, a snapshot has at least %u", R->size,
+	if (size < URA__SNAP_HDR + URA__SNAP_TRAILER)
+		return bad(R, "truncated: %" PRIu64 " bytes, a snapshot has at least %u", size,
 			   URA__SNAP_HDR + URA__SNAP_TRAILER);
 	if (memcmp(f, URA__SNAP_MAGIC, 8))
 		return bad(R, "not a ura snapshot (bad magic)");
-	uint32_t version, hlen, hcrc, bcrc, end;
+	uint32_t version, hlen, hcrc;
 	uint64_t blen;
 	memcpy(&version, f + 8, 4);
 	memcpy(&hlen, f + 12, 4);
@@ -171,9 +132,43 @@ static int check_file(struct restore *R, struct ura__rd *body)
 		return bad(R, "header checksum mismatch: the file is corrupt");
 	if (hlen != URA__SNAP_HDR)
 		return bad(R, "header of %u bytes, want %u", hlen, URA__SNAP_HDR);
-	if (blen != R->size - URA__SNAP_HDR - URA__SNAP_TRAILER)
+	if (blen != size - URA__SNAP_HDR - URA__SNAP_TRAILER)
 		return bad(R, "truncated or extended: the header says %" PRIu64 " body bytes, "
-			   "the file holds %zu", blen, R->size - URA__SNAP_HDR - URA__SNAP_TRAILER);
+			   "the file holds %" PRIu64, blen, size - URA__SNAP_HDR - URA__SNAP_TRAILER);
+	return 0;
+}
+
+static int64_t header_ok(void *ud, const unsigned char *hdr, size_t n, uint64_t size)
+{
+	(void)n; /* 64 unless size is under 72, which check_header refuses first */
+	int rc = check_header(ud, hdr, size);
+	return rc < 0 ? rc : (int64_t)size;
+}
+
+static int read_file(struct restore *R)
+{
+	/* Restore holds the file and the system made from it at once: a
+	 * file bigger than the machine's memory cannot be restored, and a
+	 * header claiming one is not worth an allocation. */
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	uint64_t max = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : UINT64_MAX;
+	char why[512];
+	int rc = ura__snap_file_read(R->path, URA__SNAP_HDR, header_ok, R, max, &R->file,
+				     &R->size, why, sizeof why);
+	if (rc < 0 && why[0])
+		ura__log(&R->sys->log, URA_LOG_ERROR, "restore %s: %s", R->path, why);
+	return rc;
+}
+
+/* Header, sizes, version and checksums (FORMAT.md). */
+static int check_file(struct restore *R, struct ura__rd *body)
+{
+	const unsigned char *f = R->file;
+	int rc = check_header(R, f, R->size);
+	if (rc < 0)
+		return rc;
+	uint32_t bcrc, end;
+	uint64_t blen = R->size - URA__SNAP_HDR - URA__SNAP_TRAILER;
 	memcpy(&bcrc, f + R->size - 8, 4);
 	memcpy(&end, f + R->size - 4, 4);
 	if (end != URA__SNAP_END)
@@ -203,13 +198,15 @@ static int bound_ok(const ura_value *v)
 	       v->type == URA_T_REF;
 }
 
-/* Skips n encoded messages (checking them); -EINVAL if malformed. */
+/* Skips n encoded messages (checking them); -EINVAL if malformed. With
+ * timers, each comes after its handle, which keys R->timers: a handle of
+ * 0 (never a timer's, and the map's empty key) is malformed too. */
 static int check_msgs(struct ura__rd *r, uint32_t n, int timers)
 {
 	struct ura__smsg m;
 	for (uint32_t i = 0; i < n; i++) {
-		if (timers)
-			(void)ura__rd_take(r, 24);
+		if (timers && (ura__rd_u64(r) == 0 || !ura__rd_take(r, 16)))
+			return -EINVAL;
 		if (ura__snap_get_msg(r, &m) < 0)
 			return -EINVAL;
 	}

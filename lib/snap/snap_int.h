@@ -24,6 +24,8 @@ struct ura__snap_thr {
 
 struct ura_snap_out {
 	struct ura__bytes *b;
+	size_t start;                  /* where the state begins in b */
+	int big;                       /* a put would pass URA__SNAP_LEN_MAX */
 };
 
 struct ura__snap {

@@ -13,7 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/uio.h>
+
 #include "actor/group.h"
+#include "snap/file.h"
 #include "snap/snap_int.h"
 
 #define POKE_TAG URA_ATOM("_snappoke")
@@ -232,68 +235,26 @@ static void put_groups(ura_system *sys, struct gather *g, struct ura__bytes *bod
 		}
 		pthread_rwlock_unlock(&gr->lock);
 		ura__b_patch32(body, at, n);
+		if (body->n - start - 8 > URA__SNAP_LEN_MAX && !body->err)
+			body->err = -EFBIG; /* 512M members: persist says so */
 		ura__b_patch32(body, start + 4, (uint32_t)(body->n - start - 8));
 		++*ngroups;
 	}
 	pthread_mutex_unlock(&sys->groups->lock);
 }
 
-/* Writes path through a temporary name: write, fsync, rename, fsync of the
- * directory. */
+/* Writes path durably (snap/file.c); *error says why it failed. */
 static int write_file(const char *path, const struct ura__bytes *hdr,
-		      const struct ura__bytes *body, const struct ura__bytes *tail)
+		      const struct ura__bytes *body, const struct ura__bytes *tail,
+		      char **error)
 {
-	size_t plen = strlen(path);
-	char *tmp = ura__malloc(plen + 32);
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	int rc = 0;
-	if (fd < 0) {
-		rc = -errno;
-		free(tmp);
-		return rc;
-	}
-	const struct ura__bytes *parts[3] = { hdr, body, tail };
-	for (int i = 0; i < 3 && !rc; i++) {
-		size_t off = 0;
-		while (off < parts[i]->n) {
-			ssize_t k = write(fd, parts[i]->p + off, parts[i]->n - off);
-			if (k < 0) {
-				if (errno == EINTR)
-					continue;
-				rc = -errno;
-				break;
-			}
-			off += (size_t)k;
-		}
-	}
-	if (!rc && fsync(fd) < 0)
-		rc = -errno;
-	if (close(fd) < 0 && !rc)
-		rc = -errno;
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc) {
-		unlink(tmp);
-		free(tmp);
-		return rc;
-	}
-	free(tmp);
-	/* The rename itself is durable once the directory is. */
-	char *dir = ura__strdup(path);
-	if (!dir)
-		return -ENOMEM;
-	char *slash = strrchr(dir, '/');
-	const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
-	int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		if (fsync(dfd) < 0 && errno != EINVAL)
-			rc = -errno;
-		close(dfd);
-	}
-	free(dir);
+	struct iovec parts[3] = {
+		{ hdr->p, hdr->n }, { body->p, body->n }, { tail->p, tail->n },
+	};
+	char why[512];
+	int rc = ura__snap_file_write(path, parts, 3, why, sizeof why);
+	if (rc < 0 && why[0])
+		*error = ura__strdup(why);
 	return rc;
 }
 
@@ -369,6 +330,8 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 	info->timers = atomic_load_explicit(&S->ntimers, memory_order_relaxed);
 	if (body.err) {
 		rc = body.err;
+		if (rc == -EFBIG)
+			*error = ura__strdup("a group has more members than a snapshot record holds");
 		goto out;
 	}
 	/* Header (FORMAT.md). */
@@ -391,7 +354,7 @@ static int persist(struct ura__snap *S, ura_snap_info *info, char **error, char 
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = write_file(S->path, &hdr, &body, &tail);
+	rc = write_file(S->path, &hdr, &body, &tail, error);
 	if (!rc)
 		info->bytes = hdr.n + body.n + tail.n;
 out:
@@ -449,7 +412,7 @@ static void *snap_main(void *arg)
 	info.status = rc;
 	info.path = S->path;
 	info.id = S->id;
-	info.error = rc == -EINVAL ? error : rc < 0 ? ura_strerror(rc) : NULL;
+	info.error = rc < 0 && error ? error : rc < 0 ? ura_strerror(rc) : NULL;
 	info.skipped = skipped;
 	info.duration_ns = ura__now_ns() - S->t0;
 	if (rc < 0)
