@@ -18,31 +18,6 @@
 #define A_NOP URA_ATOM("nop")
 #define A_LATER URA_ATOM("later")
 
-/* ---- the log, to check what it says --------------------------------- */
-
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
-static char last_log[1024];
-
-static void sink(void *ud, int level, const char *msg)
-{
-	(void)ud;
-	if (level > URA_LOG_WARN)
-		return;
-	pthread_mutex_lock(&log_lock);
-	snprintf(last_log, sizeof last_log, "%s", msg);
-	pthread_mutex_unlock(&log_lock);
-}
-
-static int logged(const char *what)
-{
-	pthread_mutex_lock(&log_lock);
-	int yes = strstr(last_log, what) != NULL;
-	if (!yes)
-		t_diag("log: \"%s\", wanted \"%s\"", last_log, what);
-	last_log[0] = 0;
-	pthread_mutex_unlock(&log_lock);
-	return yes;
-}
 
 /* ---- classes -------------------------------------------------------- */
 

@@ -86,4 +86,30 @@ static inline void t_rmdir(const char *dir)
 		t_diag("could not remove %s", dir);
 }
 
+/* A log sink that keeps the last warning or error, and a check of it (for
+ * tests of what a failure says). */
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_log[1024];
+
+static inline void sink(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	if (level > URA_LOG_WARN)
+		return;
+	pthread_mutex_lock(&log_lock);
+	snprintf(last_log, sizeof last_log, "%s", msg);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static inline int logged(const char *what)
+{
+	pthread_mutex_lock(&log_lock);
+	int yes = strstr(last_log, what) != NULL;
+	if (!yes)
+		t_diag("log: \"%s\", wanted \"%s\"", last_log, what);
+	last_log[0] = 0;
+	pthread_mutex_unlock(&log_lock);
+	return yes;
+}
+
 #endif

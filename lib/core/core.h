@@ -10,6 +10,7 @@
 #define URA_CORE_H
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "core/phase.h"
 #include "core/slot.h"
@@ -242,6 +243,10 @@ static inline uint8_t ura__phase_stamp(ura_system *sys)
 {
 	return ura__phase_stamp_of(&sys->snap_ph);
 }
+
+/* core/topo.c: the CPUs node's workers are pinned to; 0 when there are
+ * none to bind to (no pinning, or a simulated topology). */
+int ura__node_cpuset(const ura_system *sys, unsigned node, cpu_set_t *set);
 
 /* core/slots.c */
 /* The slot of index idx, or NULL (never handed out). Any thread. */

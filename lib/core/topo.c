@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "core/topo.h"
 #include "util/util.h"
 
@@ -224,4 +225,16 @@ int ura__topo_mem_allowed(int node)
 	int ok = node >= 0 && (unsigned)node < m->size && numa_bitmask_isbitset(m, (unsigned)node);
 	numa_bitmask_free(m);
 	return ok;
+}
+
+int ura__node_cpuset(const ura_system *sys, unsigned node, cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	int any = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (sys->workers[i].node == node && sys->workers[i].cpu >= 0) {
+			CPU_SET(sys->workers[i].cpu, set);
+			any = 1;
+		}
+	return any && !sys->simulated;
 }

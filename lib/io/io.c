@@ -534,9 +534,9 @@ void ura__io_cancel_all(struct ura__worker *w, struct ura__actor *a)
 	struct ura__ids *l = a->x ? a->x->io : NULL;
 	if (!l)
 		return;
-	/* Copy: a local cancel may complete an operation at once, and its
-	 * completion message only edits the list in a later turn anyway,
-	 * but the ids must be read before anything else runs. */
+	/* The list itself, no copy: a local cancel may complete an
+	 * operation at once, but its completion message is posted, and only
+	 * the actor's later turn takes the id off the list. */
 	for (uint32_t i = 0; i < l->n; i++)
 		cancel_id(w, w->sys, l->v[i]);
 }

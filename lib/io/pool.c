@@ -80,17 +80,11 @@ static int pool_start(ura_system *sys, struct ura__pool_threads *pt)
 		return -ENOMEM;
 	/* The node's CPUs, so the pool's memory traffic stays home. */
 	cpu_set_t set;
-	CPU_ZERO(&set);
-	int any = 0;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		if (sys->workers[i].node == pt->node && sys->workers[i].cpu >= 0) {
-			CPU_SET(sys->workers[i].cpu, &set);
-			any = 1;
-		}
+	int any = ura__node_cpuset(sys, pt->node, &set);
 	for (unsigned i = 0; i < pt->want; i++) {
 		pthread_attr_t at;
 		pthread_attr_init(&at);
-		if (any && !sys->simulated)
+		if (any)
 			pthread_attr_setaffinity_np(&at, sizeof set, &set);
 		int rc = pthread_create(&pt->threads[i], &at, pool_main, pt);
 		pthread_attr_destroy(&at);

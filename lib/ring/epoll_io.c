@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Actor I/O where io_uring is refused: the same operations and the same
- * completion protocol as ring.c, made of epoll readiness plus non-blocking
+ * completion protocol as uring.c, made of epoll readiness plus non-blocking
  * system calls, and a thread pool for files and blocking calls.
  *
  * An fd is registered level-triggered while operations wait on it, and

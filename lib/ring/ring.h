@@ -2,7 +2,8 @@
 /*
  * The small internal interface every OS backend implements (Redis's aeApi
  * idea): a worker sleeps in its poller with a bounded wait, and any thread
- * wakes it. Two backends: io_uring (ring.c) and epoll+eventfd (epoll.c).
+ * wakes it. Two backends: io_uring (uring.c) and epoll+eventfd (epoll.c),
+ * dispatched in poller.c.
  * Timers and actor I/O extend this interface; nothing above lib/ring
  * touches io_uring or epoll directly.
  */

@@ -199,17 +199,9 @@ struct start_sync {
 /* io-wq threads of this worker's ring run on its node's CPUs, capped. */
 static void iowq_setup(struct ura__worker *w)
 {
-	ura_system *sys = w->sys;
 	cpu_set_t set;
-	CPU_ZERO(&set);
-	int any = 0;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		if (sys->workers[i].node == w->node && sys->workers[i].cpu >= 0) {
-			CPU_SET(sys->workers[i].cpu, &set);
-			any = 1;
-		}
-	ura__poller_iowq(&w->poller, any && !sys->simulated ? &set : NULL, sizeof set,
-			 sys->io_wq_max);
+	int any = ura__node_cpuset(w->sys, w->node, &set);
+	ura__poller_iowq(&w->poller, any ? &set : NULL, sizeof set, w->sys->io_wq_max);
 }
 
 static void *worker_main(void *arg)

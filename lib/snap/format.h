@@ -2,8 +2,8 @@
 /*
  * The snapshot file's pieces (FORMAT.md): record types, little-endian
  * encoding into byte strings, bounds-checked decoding, CRC32C, and a small
- * u64 -> u64 map (old refs to new ones). Shared by the writer (snap.c) and
- * the reader (restore.c).
+ * u64 -> u64 map (old refs to new ones). Shared by the writers (capture.c,
+ * thread.c) and the reader (restore.c).
  */
 #ifndef URA_SNAP_FORMAT_H
 #define URA_SNAP_FORMAT_H

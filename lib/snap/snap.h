@@ -34,8 +34,8 @@
  *
  * Completion. The snapshot thread waits until every poke was handled and,
  * per parity, as many messages were received as were sent (per-worker
- * counters; see ura__snap_done in snap.c), then persists what the workers
- * recorded in their own buffers.
+ * counters, core/phase.h; see old_phase_over in thread.c), then persists
+ * what the workers recorded in their own buffers.
  */
 #ifndef URA_SNAP_H
 #define URA_SNAP_H

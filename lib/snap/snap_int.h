@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The system's snapshot state, for snap.c and restore.c only. */
+/* The system's snapshot state, for the files of lib/snap only. */
 #ifndef URA_SNAP_INT_H
 #define URA_SNAP_INT_H
 
