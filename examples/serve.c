@@ -185,10 +185,16 @@ static void spawn_conn(ura_ctx *cx, int fd)
 		 * instead of waiting in the listen queue, and the connections
 		 * we have keep their share. */
 		close(fd);
-		if (log_now(&a->cap_log, &quiet))
+		if (!log_now(&a->cap_log, &quiet))
+			return;
+		if (quiet)
+			fprintf(stderr, "%s: %ld connections, the most --max-conns allows: closed "
+				"this one and %lu more since the last line\n", a->spec->name, live,
+				quiet);
+		else
 			fprintf(stderr, "%s: %ld connections, the most --max-conns allows: closing "
-				"new ones (%lu closed since the last line)\n", a->spec->name, live,
-				quiet + 1);
+				"new ones (counted, logged at most every %llu s)\n", a->spec->name,
+				live, (unsigned long long)(LOG_EVERY_NS / URA_SEC));
 		return;
 	}
 	if (a->cap_log.quiet)

@@ -17,7 +17,9 @@
  * already connected are served. When accept itself fails (EMFILE, ENFILE,
  * ENOBUFS) it retries every 100 ms; these failures, like the refusals at
  * the cap, are logged at most once every 10 s, with a count of those that
- * were not.
+ * were not. (A burst can still run out of fds for a moment below the cap:
+ * a multishot accept takes connections off the queue before the acceptor
+ * has seen, and closed, those beyond it.)
  */
 #ifndef URA_EXAMPLES_SERVE_H
 #define URA_EXAMPLES_SERVE_H
