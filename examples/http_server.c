@@ -863,7 +863,8 @@ static void on_kv_reply(ura_ctx *cx, const ura_msg *m)
 static void on_late(ura_ctx *cx, const ura_msg *m)
 {
 	conn *c = ura_state(cx);
-	serve_late(cx, &c->tx, m);
+	(void)m;
+	serve_late(cx, &c->tx);
 }
 
 static void on_closed(ura_ctx *cx, const ura_msg *m)
@@ -882,7 +883,7 @@ URA_BEHAVIOR(serving,
 	URA_ON(SERVE_START, "", on_start),
 	URA_ON(A_RECV, "ib", on_recv),
 	URA_ON(A_SENT, "i", on_sent),
-	URA_ON(SERVE_LATE, "i", on_late),
+	URA_ON(SERVE_LATE, "", on_late),
 	URA_ON(A_CLOSED, "i", on_closed),
 	URA_ON(SERVE_QUIT, "", on_quit));
 

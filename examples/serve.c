@@ -277,6 +277,15 @@ static const ura_class acceptor_class = {
 
 /* ---- sends with a deadline ------------------------------------------ */
 
+/* Arms tx's timer for delay, or cancels its send: none goes without. */
+static void late_arm(ura_ctx *cx, serve_tx *tx, uint64_t delay)
+{
+	if (ura_send_after(cx, ura_self(cx), delay, SERVE_LATE) > 0)
+		tx->armed = 1;
+	else
+		ura_io_cancel(cx, tx->op);
+}
+
 ura_io serve_send(ura_ctx *cx, serve_tx *tx, ura_atom tag, int fd, const void *buf,
 		  size_t len, uint64_t deadline_ns)
 {
@@ -284,31 +293,31 @@ ura_io serve_send(ura_ctx *cx, serve_tx *tx, ura_atom tag, int fd, const void *b
 	if (op < 0)
 		return op;
 	tx->op = op;
-	tx->late = ura_send_after(cx, ura_self(cx), deadline_ns, SERVE_LATE, ura_v_i64(op));
-	if (tx->late < 0) {
-		/* No send without its deadline: the completion says
-		 * -ECANCELED, and the caller handles that as any failure. */
-		tx->late = 0;
-		ura_io_cancel(cx, op);
-	}
+	tx->since = serve_now_ns();
+	tx->deadline = deadline_ns;
+	/* A pending timer fires no later than this send's deadline: it was
+	 * armed for at most deadline_ns, before now. */
+	if (!tx->armed)
+		late_arm(cx, tx, deadline_ns);
 	return op;
 }
 
 void serve_sent(ura_ctx *cx, serve_tx *tx)
 {
-	/* -ENOENT: it fired as the send completed; serve_late will find
-	 * the op gone and do nothing. */
-	if (tx->late)
-		ura_cancel(ura_ctx_system(cx), tx->late);
-	tx->late = 0;
-	tx->op = 0;
+	(void)cx;
+	tx->op = 0; /* the timer, if pending, finds nothing to do */
 }
 
-void serve_late(ura_ctx *cx, serve_tx *tx, const ura_msg *m)
+void serve_late(ura_ctx *cx, serve_tx *tx)
 {
-	if (!tx->op || ura_arg_i64(m, 0) != tx->op)
-		return; /* a deadline of a send that completed in time */
-	tx->late = 0;
+	tx->armed = 0;
+	if (!tx->op)
+		return;
+	uint64_t spent = serve_now_ns() - tx->since;
+	if (spent < tx->deadline) {
+		late_arm(cx, tx, tx->deadline - spent); /* a later send's turn */
+		return;
+	}
 	/* -ENOENT: it has just completed, and its completion is on the way
 	 * (in time, or nearly: either way it is served). */
 	ura_io_cancel(cx, tx->op);

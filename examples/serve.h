@@ -84,17 +84,23 @@ uint64_t serve_now_ns(void);
  * A send with a deadline for all of it. ura_io_req.timeout_ns bounds one
  * attempt, and a short write is resumed with a fresh one, so a client
  * that reads a little now and then would keep a reply (and its copy)
- * alive for ever; a timer armed with the send bounds the whole. When it
- * fires first the send is cancelled: its completion comes with
- * -ECANCELED. The actor must pass its SERVE_LATE(int64) messages to
- * serve_late and call serve_sent when the send's completion arrives. One
- * send at a time per serve_tx.
+ * alive for ever; a timer bounds the whole. When the deadline passes
+ * first the send is cancelled: its completion comes with -ECANCELED.
+ * There is one timer per serve_tx, not one per send: it is armed by a
+ * send when none is pending, and when it fires while a later send is in
+ * flight it is armed again for what that one has left, so a busy
+ * keep-alive connection costs a clock read per send. The actor passes
+ * its SERVE_LATE messages (no values) to serve_late, and calls
+ * serve_sent when the send's completion arrives. One send at a time per
+ * serve_tx.
  */
 #define SERVE_LATE URA_ATOM("late")
 
 typedef struct {
-	ura_io op;      /* the send in flight; 0: none */
-	ura_timer late; /* its deadline; 0: none */
+	ura_io op;          /* the send in flight; 0: none */
+	uint64_t since;     /* when it started */
+	uint64_t deadline;  /* its deadline, ns */
+	int armed;          /* a SERVE_LATE is on its way */
 } serve_tx;
 
 /* ura_io_send's result; with a deadline it could not arm, the send is
@@ -102,6 +108,6 @@ typedef struct {
 ura_io serve_send(ura_ctx *cx, serve_tx *tx, ura_atom tag, int fd, const void *buf,
 		  size_t len, uint64_t deadline_ns);
 void serve_sent(ura_ctx *cx, serve_tx *tx);
-void serve_late(ura_ctx *cx, serve_tx *tx, const ura_msg *m);
+void serve_late(ura_ctx *cx, serve_tx *tx);
 
 #endif
