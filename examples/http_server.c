@@ -694,7 +694,8 @@ static size_t serve(ura_ctx *cx, const char *v, size_t n, outbuf *o)
 			break;
 		off += total;
 		c->continued = 0;
-		/* Given back as c->in lets the body go (keep_rest). */
+		/* Its reservation ends with it; c->in's capacity stays
+		 * charged until keep_rest lets the buffer go. */
 		c->body_res = 0;
 		c->head_from = 0;
 		if (!rq.keep_alive)

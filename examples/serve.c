@@ -61,8 +61,8 @@ static int log_now(loglimit *l, unsigned long *quiet)
 	return 1;
 }
 
-/* The events were over: returns how many went unlogged, and counts them
- * as told. */
+/* The events have stopped: returns how many went unlogged since the last
+ * line, for the line that says so, and counts afresh from here. */
 static unsigned long log_flush(loglimit *l)
 {
 	unsigned long q = l->quiet;
