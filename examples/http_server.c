@@ -11,20 +11,50 @@
  * accept armed and spawns an actor per connection. One store actor holds
  * the key-value table; connection actors ask it with ura_request, so the
  * table needs no lock. A connection actor is a small state machine with
- * at most one thing in flight: a receive (with the idle deadline), a send,
- * a request to the store, or the close. Malformed requests get 400, a head
- * over 8 KiB 431, a method this server does not allow 405 and one it does
- * not know 501; a connection that sends nothing for --idle-ms is closed. A
- * slow client costs its own actor a receive per byte and nobody else
- * anything.
+ * at most one thing in flight: a receive (with a deadline), a send (with
+ * one), a request to the store, or the close. Malformed requests get 400,
+ * a head over 8 KiB 431, a body over 1 MiB 413, a method this server does
+ * not allow 405 and one it does not know 501.
  *
- *   http_server [--port N] [--bind ADDR] [--workers N] [--idle-ms MS]
+ *   http_server [--port N] [--bind ADDR] [--workers N] [--max-conns N]
+ *               [--idle-ms MS] [--head-ms MS] [--send-ms MS] [--mem-mb MB]
+ *
+ * What clients can hold, and for how long, so that slow or hostile ones
+ * cannot starve the others:
+ *   --max-conns N  connections at once (default: what RLIMIT_NOFILE
+ *                  leaves, at most 16384); beyond it a new connection is
+ *                  closed as soon as it is accepted, before any reply.
+ *   --idle-ms MS   a connection that sends nothing for MS is closed, with
+ *                  408 if it was in the middle of a request (default 5000).
+ *   --head-ms MS   a request head must arrive whole within MS of its first
+ *                  byte, however it trickles in, or the reply is 408 and
+ *                  the connection closes (default 10000). A slow client
+ *                  costs its own actor a receive per byte, and a bounded
+ *                  time.
+ *   --send-ms MS   a reply that cannot be written within MS, all of it,
+ *                  closes the connection (default 30000): a client that
+ *                  does not read, or reads a trickle, is dropped.
+ *   --mem-mb MB    the memory budget (default 256): bytes held across all
+ *                  connections for input kept between receives (request
+ *                  heads in pieces, bodies), body receives, and replies
+ *                  being sent. A request whose body would take the budget
+ *                  over it is answered 503 (Retry-After: 1) and its
+ *                  connection closed before the body is read; so is a GET
+ *                  whose value would; small things (a head, a short
+ *                  reply) always go through. A body is reserved whole when
+ *                  its head arrives, so a half-sent body holds its share
+ *                  but never more. The store's own limits (65536 keys,
+ *                  64 MiB) are apart from it, and a PUT's body is briefly
+ *                  held twice, as the store copies it.
+ * A body that trickles is bounded by --idle-ms per receive and by the
+ * budget, not by a deadline of its own.
  *
  * --port 0 lets the kernel pick a free port; the first line on stdout
  * names the address. SIGINT or SIGTERM shuts down cleanly.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +78,7 @@
 #define A_CREATED URA_ATOM("created")
 #define A_REPLACED URA_ATOM("replaced")
 #define A_FULL URA_ATOM("full")
+#define A_BUSY URA_ATOM("busy")
 
 #define MAX_HEAD (8u << 10)      /* beyond: 431 */
 #define MAX_BODY (1u << 20)      /* beyond: 413 */
@@ -77,9 +108,41 @@ typedef struct kv_entry {
 	char data[]; /* the key, then the value */
 } kv_entry;
 
+/* What every connection and the store share: serve_spec.ctx. */
+typedef struct {
+	ura_ref kv;
+	uint64_t idle_ns, head_ns, send_ns;
+	size_t budget;
+	/* Bytes of the budget taken, by connections on every worker and by
+	 * the store. relaxed throughout: a count, that hands no memory over
+	 * (what it counts is each actor's own). */
+	atomic_size_t held;
+} shared;
+
+/* Takes n bytes of the budget; fails rather than go over it unless must,
+ * for what a connection needs to go on at all (bounded per connection). */
+static int budget_take(shared *sh, size_t n, int must)
+{
+	if (!n)
+		return 0;
+	size_t was = atomic_fetch_add_explicit(&sh->held, n, memory_order_relaxed);
+	if (!must && was + n > sh->budget) {
+		atomic_fetch_sub_explicit(&sh->held, n, memory_order_relaxed);
+		return -1;
+	}
+	return 0;
+}
+
+static void budget_give(shared *sh, size_t n)
+{
+	if (n)
+		atomic_fetch_sub_explicit(&sh->held, n, memory_order_relaxed);
+}
+
 typedef struct {
 	kv_entry **tab; /* chained; made on the first put */
 	size_t cap, count, bytes;
+	shared *sh;
 } kv_store;
 
 static uint64_t fnv1a(const void *p, size_t n)
@@ -123,10 +186,24 @@ static void kv_get(ura_ctx *cx, const ura_msg *m)
 	size_t kl;
 	const void *k = ura_arg_bytes(m, 0, &kl);
 	kv_entry *e = s->tab ? *kv_slot(s, k, kl, fnv1a(k, kl)) : NULL;
-	if (e)
-		ura_reply(cx, A_VALUE, ura_v_bytes(e->data + e->klen, e->vlen));
-	else
+	if (!e) {
 		ura_reply(cx, A_NONE);
+		return;
+	}
+	/* The value is charged before it is copied into the reply, so that
+	 * many GETs at once cannot pile up copies the budget never saw; the
+	 * connection takes the charge over with the reply, and keeps it
+	 * while the value is sent. (A reply that cannot reach its
+	 * connection gives it back here; one that reaches a connection
+	 * stopping before it reads it leaves it behind, and as a connection
+	 * waiting for the store stops only for the quit, that is at
+	 * shutdown, where it no longer matters.) */
+	if (budget_take(s->sh, e->vlen, 0) < 0) {
+		ura_reply(cx, A_BUSY);
+		return;
+	}
+	if (ura_reply(cx, A_VALUE, ura_v_bytes(e->data + e->klen, e->vlen)) < 0)
+		budget_give(s->sh, e->vlen);
 }
 
 static void kv_put(ura_ctx *cx, const ura_msg *m)
@@ -171,6 +248,14 @@ static void kv_quit(ura_ctx *cx, const ura_msg *m)
 	ura_stop(cx);
 }
 
+static int kv_init(ura_ctx *cx, void *state, const void *arg)
+{
+	kv_store *s = state;
+	(void)cx;
+	s->sh = *(shared *const *)arg;
+	return 0;
+}
+
 static void kv_destroy(void *state)
 {
 	kv_store *s = state;
@@ -191,6 +276,7 @@ static const ura_class kv_class = {
 	.name = "kv_store",
 	.state_size = sizeof(kv_store),
 	.initial = &storing,
+	.init = kv_init,
 	.destroy = kv_destroy,
 };
 
@@ -323,11 +409,17 @@ static void reply_text(outbuf *o, const http_request *rq, int status, int close,
 
 typedef struct {
 	int fd;                 /* -1 once handed to a close */
-	ura_ref kv;
-	uint64_t idle_ns;
+	shared *sh;
 	char *in;               /* unconsumed input kept between handlers */
 	uint32_t in_len, in_cap;
 	uint32_t want;          /* body bytes still missing, sizes the receive */
+	uint64_t head_from;     /* when the head in c->in began; 0: not known yet */
+	/* What this connection has taken of the budget (held), and what for:
+	 * the pending request's whole size once its body is awaited, a body
+	 * receive's buffer, the reply being sent. c->in's capacity counts
+	 * too, as far as it exceeds body_res. */
+	size_t held, body_res, recv_held, send_held;
+	serve_tx tx;
 	uint8_t close_after;    /* the last reply ends the connection */
 	uint8_t wait_kv;        /* a request to the store is in flight */
 	uint8_t continued;      /* 100 Continue sent for the pending request */
@@ -335,21 +427,29 @@ typedef struct {
 	uint8_t linger_left;
 } conn;
 
-/* What every connection shares: serve_spec.ctx. */
-typedef struct {
-	ura_ref kv;
-	uint64_t idle_ns;
-} shared;
-
 static int conn_init(ura_ctx *cx, void *state, const void *arg)
 {
 	const serve_conn *a = arg;
-	const shared *sh = a->ctx;
 	conn *c = state;
 	(void)cx;
 	c->fd = a->fd;
-	c->kv = sh->kv;
-	c->idle_ns = sh->idle_ns;
+	c->sh = a->ctx;
+	serve_conn_own(a);
+	return 0;
+}
+
+/* Brings the connection's share of the budget to what it holds now.
+ * Growth fails over the budget unless must (then nothing changes, and
+ * the caller undoes what it meant to hold). */
+static int settle(conn *c, int must)
+{
+	size_t in = c->in_cap > c->body_res ? c->in_cap : c->body_res;
+	size_t now = in + c->recv_held + c->send_held;
+	if (now > c->held && budget_take(c->sh, now - c->held, must) < 0)
+		return -1;
+	if (now < c->held)
+		budget_give(c->sh, c->held - now);
+	c->held = now;
 	return 0;
 }
 
@@ -361,6 +461,8 @@ static void conn_destroy(void *state)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->in);
+	budget_give(c->sh, c->held);
+	serve_conn_gone();
 }
 
 static void conn_close(ura_ctx *cx)
@@ -377,13 +479,37 @@ static void conn_close(ura_ctx *cx)
 	}
 }
 
+static void timed_out(ura_ctx *cx);
+
 static void conn_recv(ura_ctx *cx)
 {
 	conn *c = ura_state(cx);
 	size_t len = RECV_LEN;
+	uint64_t deadline = c->sh->idle_ns;
 	if (c->want > len)
 		len = c->want < BODY_RECV_MAX ? c->want : BODY_RECV_MAX;
-	if (ura_io_recv(cx, A_RECV, c->fd, len, c->idle_ns) < 0)
+	if (c->in_len && !c->want) {
+		/* A head in pieces. Its deadline runs from its first byte,
+		 * and a byte now and then does not move it: only the idle
+		 * deadline restarts with each receive. (A head that came
+		 * behind pipelined requests is timed from when they were
+		 * answered; each of those was a whole request.) */
+		uint64_t now = serve_now_ns();
+		if (!c->head_from)
+			c->head_from = now;
+		uint64_t end = c->head_from + c->sh->head_ns;
+		if (now >= end) {
+			timed_out(cx);
+			return;
+		}
+		if (end - now < deadline)
+			deadline = end - now;
+	}
+	/* A head's receive is the connection's fixed cost (--max-conns
+	 * bounds those); a body's, up to 64 KiB, is charged. */
+	c->recv_held = len > RECV_LEN ? len : 0;
+	settle(c, 1);
+	if (ura_io_recv(cx, A_RECV, c->fd, len, deadline) < 0)
 		conn_close(cx);
 }
 
@@ -392,7 +518,13 @@ static void linger(ura_ctx *cx)
 	conn *c = ura_state(cx);
 	c->lingering = 1;
 	c->linger_left = LINGER_READS;
-	c->in_len = 0;
+	/* Nothing more is read for a request: what was kept is let go. */
+	free(c->in);
+	c->in = NULL;
+	c->in_len = c->in_cap = 0;
+	c->body_res = 0;
+	c->recv_held = 0;
+	settle(c, 1);
 	/* The FIN goes out now, after the reply, so the client sees the end
 	 * of it without waiting for our close. */
 	shutdown(c->fd, SHUT_WR);
@@ -409,11 +541,17 @@ static int in_append(conn *c, const char *p, size_t n)
 		size_t cap = c->in_cap ? c->in_cap : RECV_LEN;
 		while (cap < need)
 			cap *= 2;
+		/* A reserved body is allocated once, as reserved: doubling
+		 * would hold up to twice what the budget was charged. */
+		if (need <= c->body_res)
+			cap = c->body_res;
 		char *in = realloc(c->in, cap);
 		if (!in)
 			return -1;
 		c->in = in;
 		c->in_cap = (uint32_t)cap;
+		/* Within a reservation, or a head's worth: never refused. */
+		settle(c, 1);
 	}
 	memcpy(c->in + c->in_len, p, n);
 	c->in_len = (uint32_t)need;
@@ -437,6 +575,7 @@ static int keep_rest(conn *c, const char *v, size_t n, size_t used)
 		free(c->in);
 		c->in = NULL;
 		c->in_cap = 0;
+		settle(c, 1);
 	}
 	return 0;
 }
@@ -499,9 +638,9 @@ static int route(ura_ctx *cx, const http_request *rq, const char *body, outbuf *
 	if (o->len)
 		return 0;
 	int rc = rq->method == HTTP_PUT
-		? ura_request(cx, c->kv, on_kv_reply, NULL, A_PUT, ura_v_bytes(key, klen),
+		? ura_request(cx, c->sh->kv, on_kv_reply, NULL, A_PUT, ura_v_bytes(key, klen),
 			      ura_v_bytes(body, (size_t)rq->content_length))
-		: ura_request(cx, c->kv, on_kv_reply, NULL, A_GET, ura_v_bytes(key, klen));
+		: ura_request(cx, c->sh->kv, on_kv_reply, NULL, A_GET, ura_v_bytes(key, klen));
 	if (rc < 0) { /* the store is gone: we are shutting down */
 		reply_text(o, rq, 503, R_CLOSE, NULL);
 		c->close_after = 1;
@@ -531,6 +670,18 @@ static size_t serve(ura_ctx *cx, const char *v, size_t n, outbuf *o)
 		}
 		size_t total = rq.head_len + (size_t)rq.content_length;
 		if (n - off < total) {
+			/* The whole request is reserved before any more of it
+			 * is read (and before a 100 Continue asks for it), so
+			 * that half-sent bodies cannot add up past the budget. */
+			if (!c->body_res) {
+				c->body_res = total;
+				if (settle(c, 0) < 0) {
+					c->body_res = 0;
+					reply_text(o, &rq, 503, R_CLOSE, "Retry-After: 1\r\n");
+					c->close_after = 1;
+					break;
+				}
+			}
 			/* RFC 9110 10.1.1: never a 100 to an HTTP/1.0 client. */
 			if (rq.expect_continue && rq.minor >= 1 && !c->continued) {
 				ob_put(o, "HTTP/1.1 100 Continue\r\n\r\n", 25);
@@ -543,6 +694,10 @@ static size_t serve(ura_ctx *cx, const char *v, size_t n, outbuf *o)
 			break;
 		off += total;
 		c->continued = 0;
+		/* Its reservation ends with it; c->in's capacity stays
+		 * charged until keep_rest lets the buffer go. */
+		c->body_res = 0;
+		c->head_from = 0;
 		if (!rq.keep_alive)
 			c->close_after = 1;
 	}
@@ -559,7 +714,11 @@ static void finish(ura_ctx *cx, outbuf *o)
 		return;
 	}
 	if (o->len) {
-		ura_io r = ura_io_send(cx, A_SENT, c->fd, o->p, o->len);
+		/* A big reply (a value) was charged by the store; the rest
+		 * is small and goes out whatever the budget says. */
+		c->send_held = o->len;
+		settle(c, 1);
+		ura_io r = serve_send(cx, &c->tx, A_SENT, c->fd, o->p, o->len, c->sh->send_ns);
 		ob_free(o); /* copied by the send */
 		if (r < 0)
 			conn_close(cx);
@@ -585,6 +744,19 @@ static void serve_and_finish(ura_ctx *cx, const char *v, size_t n)
 	finish(cx, &o);
 }
 
+/* The idle or the head deadline passed with a request begun: say why
+ * before closing. */
+static void timed_out(ura_ctx *cx)
+{
+	conn *c = ura_state(cx);
+	outbuf o;
+	ob_init(&o);
+	reply_text(&o, NULL, 408, R_CLOSE, NULL);
+	c->close_after = 1;
+	c->in_len = 0;
+	finish(cx, &o);
+}
+
 static void on_start(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
@@ -604,14 +776,9 @@ static void on_recv(ura_ctx *cx, const ura_msg *m)
 		conn_close(cx);
 		return;
 	}
+	c->recv_held = 0; /* the buffer is this message, freed after us */
 	if (res == -ETIME && c->in_len) {
-		/* Idle in the middle of a request: say why before closing. */
-		outbuf o;
-		ob_init(&o);
-		reply_text(&o, NULL, 408, R_CLOSE, NULL);
-		c->close_after = 1;
-		c->in_len = 0;
-		finish(cx, &o);
+		timed_out(cx);
 		return;
 	}
 	if (res <= 0) { /* EOF, the idle deadline (-ETIME), or an error */
@@ -619,6 +786,7 @@ static void on_recv(ura_ctx *cx, const ura_msg *m)
 		return;
 	}
 	if (c->in_len == 0) {
+		c->head_from = 0; /* a new request: conn_recv starts its clock */
 		/* The usual case, a whole request in one receive: parse it
 		 * where it lies, in the message, and copy nothing. */
 		serve_and_finish(cx, data, len);
@@ -634,7 +802,10 @@ static void on_recv(ura_ctx *cx, const ura_msg *m)
 static void on_sent(ura_ctx *cx, const ura_msg *m)
 {
 	conn *c = ura_state(cx);
-	if (ura_arg_i64(m, 0) < 0) {
+	serve_sent(cx, &c->tx);
+	c->send_held = 0;
+	settle(c, 1);
+	if (ura_arg_i64(m, 0) < 0) { /* -ECANCELED: the send deadline */
 		conn_close(cx);
 		return;
 	}
@@ -664,7 +835,11 @@ static void on_kv_reply(ura_ctx *cx, const ura_msg *m)
 	if (t == A_VALUE) {
 		size_t vl;
 		const void *v = ura_arg_bytes(m, 0, &vl);
+		c->held += vl; /* the store's charge, ours now (finish settles) */
 		reply(&o, &rq, 200, "application/octet-stream", v, vl, !rq.keep_alive, NULL);
+	} else if (t == A_BUSY) {
+		reply_text(&o, &rq, 503, R_CLOSE, "Retry-After: 1\r\n");
+		c->close_after = 1;
 	} else if (t == A_CREATED) {
 		reply(&o, &rq, 201, NULL, NULL, 0, !rq.keep_alive, NULL);
 	} else if (t == A_REPLACED) {
@@ -676,12 +851,21 @@ static void on_kv_reply(ura_ctx *cx, const ura_msg *m)
 	}
 	size_t used = rq.head_len + (size_t)rq.content_length;
 	c->continued = 0;
+	c->body_res = 0;
+	c->head_from = 0;
 	if (!rq.keep_alive)
 		c->close_after = 1;
 	used += serve(cx, c->in + used, c->in_len - used, &o);
 	if (keep_rest(c, c->in, c->in_len, used) < 0)
 		o.failed = 1;
 	finish(cx, &o);
+}
+
+static void on_late(ura_ctx *cx, const ura_msg *m)
+{
+	conn *c = ura_state(cx);
+	(void)m;
+	serve_late(cx, &c->tx);
 }
 
 static void on_closed(ura_ctx *cx, const ura_msg *m)
@@ -700,6 +884,7 @@ URA_BEHAVIOR(serving,
 	URA_ON(SERVE_START, "", on_start),
 	URA_ON(A_RECV, "ib", on_recv),
 	URA_ON(A_SENT, "i", on_sent),
+	URA_ON(SERVE_LATE, "", on_late),
 	URA_ON(A_CLOSED, "i", on_closed),
 	URA_ON(SERVE_QUIT, "", on_quit));
 
@@ -716,30 +901,52 @@ static const ura_class conn_class = {
 static int option(void *ctx, const char *opt, const char *val)
 {
 	shared *sh = ctx;
-	long ms;
-	if (strcmp(opt, "--idle-ms") || (ms = atol(val)) <= 0)
-		return -1;
-	sh->idle_ns = (uint64_t)ms * URA_MSEC;
-	return 0;
+	long mb;
+	if (!strcmp(opt, "--idle-ms"))
+		return serve_arg_ms(val, &sh->idle_ns);
+	if (!strcmp(opt, "--head-ms"))
+		return serve_arg_ms(val, &sh->head_ns);
+	if (!strcmp(opt, "--send-ms"))
+		return serve_arg_ms(val, &sh->send_ns);
+	if (!strcmp(opt, "--mem-mb")) {
+		if (serve_arg_long(val, 1, 1L << 20, &mb) < 0)
+			return -1;
+		sh->budget = (size_t)mb << 20;
+		return 0;
+	}
+	return -1;
 }
 
 static int spawn_store(ura_system *sys, void *ctx, ura_ref *quit)
 {
 	shared *sh = ctx;
-	int rc = ura_spawn(sys, &kv_class, NULL, &sh->kv);
+	int rc = ura_spawn(sys, &kv_class, &sh, &sh->kv);
 	*quit = sh->kv;
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	shared sh = { .idle_ns = 5000 * URA_MSEC };
+	shared sh = {
+		.idle_ns = 5000 * URA_MSEC,
+		.head_ns = 10000 * URA_MSEC,
+		.send_ns = 30000 * URA_MSEC,
+		.budget = (size_t)256 << 20,
+	};
 	return serve_main(argc, argv, &(serve_spec){
 		.name = "http_server",
 		.port = 8080,
 		.conn_class = &conn_class,
 		.ctx = &sh,
-		.usage = "[--idle-ms MS]",
+		.usage = "[--idle-ms MS] [--head-ms MS] [--send-ms MS] [--mem-mb MB]",
+		.help = "  --idle-ms MS     close a connection silent for MS (default 5000)\n"
+			"  --head-ms MS     a request head must arrive whole within MS of its\n"
+			"                   first byte, or 408 and close (default 10000)\n"
+			"  --send-ms MS     close a connection whose reply is not all written\n"
+			"                   within MS (default 30000)\n"
+			"  --mem-mb MB      request bodies, their receives and replies held at\n"
+			"                   once, all connections together; beyond, 503 and\n"
+			"                   close (default 256)\n",
 		.option = option,
 		.setup = spawn_store,
 	});

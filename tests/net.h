@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers for the tests that drive the example servers with real clients
- * on 127.0.0.1 (tests/echo_server.c, tests/http_server.c): start a server
- * binary on a free port, raw sockets with deadlines, run a command and
- * capture its output, read a process's memory. Each server runs as a
- * child process, so a crash in it fails the test instead of killing it.
+ * on 127.0.0.1 (tests/echo_server.c, tests/http_*.c, tests/serve_*.c):
+ * start a server binary on a free port (with a low fd limit, its stderr
+ * kept in a file), raw sockets with deadlines, read many connections to
+ * their end, run a command and capture its output, read a process's
+ * memory. Each server runs as a child process, so a crash in it fails the
+ * test instead of killing it.
  */
 #ifndef URA_TEST_NET_H
 #define URA_TEST_NET_H
@@ -39,13 +41,21 @@ static inline int t_wait_readable(int fd, int timeout_ms)
 	return rc;
 }
 
+/* How t_server_start_ex starts a server. */
+typedef struct {
+	long nofile;          /* its RLIMIT_NOFILE (soft and hard); 0: ours */
+	const char *err_path; /* its stderr goes to this file; NULL: ours */
+} t_server_opts;
+
 /*
  * Starts argv[0] with --port 0 --bind 127.0.0.1 appended to argv, and
  * waits (up to 10 s) for its first line, "NAME: listening on ADDR:PORT,
- * N workers, backend BACKEND": the socket is listening once it is printed. Its
- * stderr stays ours, so what it logs lands in the test's log.
+ * ..., backend BACKEND": the socket is listening once it is printed. Its
+ * stderr stays ours, so what it logs lands in the test's log, unless
+ * o->err_path says otherwise.
  */
-static inline int t_server_start(t_server *s, const char *const *argv)
+static inline int t_server_start_ex(t_server *s, const char *const *argv,
+				    const t_server_opts *o)
 {
 	const char *args[32];
 	int n = 0, pfd[2];
@@ -67,6 +77,16 @@ static inline int t_server_start(t_server *s, const char *const *argv)
 		return -errno;
 	if (s->pid == 0) {
 		dup2(pfd[1], 1);
+		if (o && o->err_path) {
+			int e = open(o->err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			if (e < 0 || dup2(e, 2) < 0)
+				_exit(126);
+		}
+		if (o && o->nofile) {
+			struct rlimit rl = { (rlim_t)o->nofile, (rlim_t)o->nofile };
+			if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+				_exit(126);
+		}
 		execv(args[0], (char *const *)args);
 		_exit(127);
 	}
@@ -104,6 +124,11 @@ static inline int t_server_start(t_server *s, const char *const *argv)
 	return 0;
 }
 
+static inline int t_server_start(t_server *s, const char *const *argv)
+{
+	return t_server_start_ex(s, argv, NULL);
+}
+
 /* Sends sig and waits up to timeout_ms for the exit: the exit status,
  * 128 + the signal that killed it, or -ETIMEDOUT (then it is killed). */
 static inline int t_server_stop(t_server *s, int sig, int timeout_ms)
@@ -137,6 +162,26 @@ static inline int t_connect(int port)
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	return fd;
+}
+
+/* Same, with a receive buffer of rcvbuf bytes set before the connect (so
+ * that the window is small from the start): a client that reads little
+ * or nothing makes the server's sends wait soon. */
+static inline int t_connect_rcvbuf(int port, int rcvbuf)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		int e = -errno;
 		close(fd);
 		return e;
@@ -191,6 +236,88 @@ static inline size_t t_recv_until(int fd, char *buf, size_t cap, const char *unt
 	}
 	buf[len] = 0;
 	return len;
+}
+
+/* One connection being read to its end by t_drain. */
+typedef struct {
+	int fd;         /* < 0: skipped */
+	size_t got;     /* bytes read */
+	int closed;     /* EOF or a reset seen */
+	char head[64];  /* the first bytes, NUL-terminated */
+} t_drained;
+
+/* Reads n connections at once, as fast as they deliver, until each is
+ * closed by the peer or timeout_ms passes; the fds stay open. Returns how
+ * many were seen closed. */
+static inline int t_drain(t_drained *d, int n, int timeout_ms)
+{
+	struct pollfd *p = calloc((size_t)n, sizeof *p);
+	static char buf[65536];
+	int closed = 0;
+	uint64_t end = t_now_ns() + (uint64_t)timeout_ms * URA_MSEC;
+	if (!p)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		if (d[i].fd >= 0)
+			fcntl(d[i].fd, F_SETFL, fcntl(d[i].fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		int open = 0;
+		for (int i = 0; i < n; i++) {
+			p[i].fd = d[i].fd >= 0 && !d[i].closed ? d[i].fd : -1;
+			p[i].events = POLLIN;
+			open += p[i].fd >= 0;
+		}
+		uint64_t now = t_now_ns();
+		if (!open || now >= end)
+			break;
+		if (poll(p, (nfds_t)n, (int)((end - now) / URA_MSEC) + 1) <= 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			ssize_t r = recv(d[i].fd, buf, sizeof buf, 0);
+			if (r < 0 && (errno == EAGAIN || errno == EINTR))
+				continue;
+			if (r <= 0) {
+				d[i].closed = 1;
+				closed++;
+				continue;
+			}
+			if (d[i].got < sizeof d[i].head - 1) {
+				size_t k = sizeof d[i].head - 1 - d[i].got;
+				memcpy(d[i].head + d[i].got, buf, (size_t)r < k ? (size_t)r : k);
+			}
+			d[i].got += (size_t)r;
+		}
+	}
+	free(p);
+	return closed;
+}
+
+/* Lines of the file at path that contain needle, or -1. */
+static inline int t_file_lines(const char *path, const char *needle)
+{
+	char line[1024];
+	int n = 0;
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		n += strstr(line, needle) != NULL;
+	fclose(f);
+	return n;
+}
+
+/* Copies the file at path into the test's log, each line a comment. */
+static inline void t_file_diag(const char *path, int max_lines)
+{
+	char line[1024];
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	for (int i = 0; i < max_lines && fgets(line, sizeof line, f); i++)
+		printf("#   | %s%s", line, strchr(line, '\n') ? "" : "\n");
+	fclose(f);
 }
 
 /* Is prog on PATH? */
