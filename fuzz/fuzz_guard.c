@@ -118,6 +118,8 @@ static char *format(const ura_guard_node *g)
 		FAIL("ura_guard_format: %zu bytes written, %d wanted", strlen(s), want);
 	size_t cut[3] = { 1, (size_t)want / 2 + 1, (size_t)want };
 	for (int i = 0; i < 3; i++) {
+		if (cut[i] == 0)
+			continue; /* an empty rendering: nothing to cut */
 		char *t = malloc(cut[i]);
 		if (!t)
 			abort();
