@@ -176,6 +176,7 @@ struct ura_system {
 	alignas(URA__CACHELINE) pthread_mutex_t slot_lock;
 	_Atomic(struct ura__actor *) *chunks;  /* URA__MAX_CHUNKS pointers */
 	_Atomic uint32_t idx_hwm;      /* slot indices handed out so far */
+	uint32_t chunk_top;            /* chunks made: [0, chunk_top), under slot_lock */
 	struct ura__actor *ext_free;   /* under slot_lock */
 
 	/* Quiescence waiters (core/quiesce.c). */

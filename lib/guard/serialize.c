@@ -235,6 +235,10 @@ static const ura_guard_node *des(struct rd *r, struct ura__garena *A, unsigned d
 	if (depth > URA_GUARD_MAX_DEPTH || ++r->nodes > URA_GUARD_MAX_NODES ||
 	    !r_u(r, 1, &op) || !r_u(r, 1, &vt) || !r_u(r, 4, &n))
 		goto bad;
+	/* Only constants and references carry a value type: any other byte
+	 * there would load, and then not serialize back to what was read. */
+	if (vt && op != URA__G_CONST && op != URA__G_REF && op != URA__G_FIELD)
+		goto bad;
 	ura_guard_node *d = ura__garena_node(A);
 	if (d) {
 		memset(d, 0, sizeof *d);
