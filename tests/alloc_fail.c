@@ -10,7 +10,9 @@
  *
  * Needs a build with -Dfault_injection=true (tests/meson.build).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "tap.h"
@@ -99,6 +101,81 @@ static void sweep(const char *what, int sticky, int paused)
 	t_diag("%s: %lu failures survived", what, rounds);
 }
 
+
+/* ---- a stop whose I/O cancel has no room on the owner's inbox ---------
+ * An actor submits a receive on one worker and stops on another: the
+ * cancel goes to the owner's inbox, whose growth is made to fail. It was
+ * logged and dropped ("I/O cancel lost"), so the receive stayed in the
+ * kernel and the actor's destroy (and quiescence) waited forever; the
+ * owner now sweeps for operations of stopped actors instead. */
+#define A_ARM URA_ATOM("arm")
+#define A_MOVE URA_ATOM("move")
+static int g_sp[2];
+static _Atomic int g_armed_on = -1, g_destroyed, g_failed_stop;
+static void z_arm(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	if (ura_io_recv(cx, A_HI, g_sp[0], 16, 0) > 0)
+		atomic_store(&g_armed_on, (int)ura_worker_id(cx));
+}
+static void z_move(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	int on = atomic_load(&g_armed_on);
+	if (on < 0 || (int)ura_worker_id(cx) == on)
+		return; /* not yet on the other worker */
+	/* The next allocation anywhere fails: the cancel's. */
+	ura__alloc_fail_at(1, 0);
+	atomic_store(&g_failed_stop, 1);
+	ura_stop(cx);
+}
+static void z_done(ura_ctx *cx, const ura_msg *m) { (void)cx; (void)m; }
+static void z_destroy(void *st) { (void)st; atomic_fetch_add(&g_destroyed, 1); }
+/* The receive stays in flight (no await): wait until z says it armed it. */
+static int await_for_io(ura_system *sys)
+{
+	(void)sys;
+	for (int i = 0; i < 20000; i++) {
+		if (atomic_load(&g_armed_on) >= 0)
+			return 0;
+		usleep(100);
+	}
+	return -ETIMEDOUT;
+}
+URA_BEHAVIOR(z_beh, URA_ON(A_ARM, "", z_arm), URA_ON(A_MOVE, "", z_move),
+	     URA_ON(A_HI, "ib", z_done));
+static const ura_class z_class = { .name = "z", .initial = &z_beh, .destroy = z_destroy };
+/* Kickers run wherever the workers put them and wake z there. */
+static void k_go(ura_ctx *cx, const ura_msg *m) { ura_send(cx, ura_arg_ref(m, 0), A_MOVE); }
+URA_BEHAVIOR(k_beh, URA_ON(A_ARM, "r", k_go));
+static const ura_class k_class = { .name = "kick", .initial = &k_beh };
+
+static void test_lost_cancel(void)
+{
+	t_must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_sp));
+	ura_system *sys;
+	t_must(ura_system_new(&sys, &(ura_config){ .workers = 2, .log = quiet }));
+	ura_ref z;
+	t_must(ura_spawn(sys, &z_class, NULL, &z));
+	t_must(ura_send(sys, z, A_ARM));
+	t_rc(await_for_io(sys), 0, "the receive is armed");
+	for (int i = 0; i < 2000 && !atomic_load(&g_failed_stop); i++) {
+		ura_ref k;
+		t_must(ura_spawn(sys, &k_class, NULL, &k));
+		t_must(ura_send(sys, k, A_ARM, z));
+		usleep(200);
+	}
+	t_ok(atomic_load(&g_failed_stop), "the actor stopped on the other worker (armed on %d)",
+	     atomic_load(&g_armed_on));
+	int rc = ura_system_await_for(sys, 20 * URA_SEC);
+	ura__alloc_fail_at(0, 0);
+	t_rc(rc, 0, "await: the receive was cancelled all the same");
+	t_eq(atomic_load(&g_destroyed), 1, "and the actor's destroy ran");
+	t_must(ura_system_destroy(sys));
+	close(g_sp[0]);
+	close(g_sp[1]);
+}
+
 int main(void)
 {
 	setenv("URA_LOG", "error", 1);
@@ -115,5 +192,6 @@ int main(void)
 	sweep("two nodes, started", 0, 0);
 	sweep("two nodes, sticky", 1, 0);
 	unsetenv("URA_TOPOLOGY");
+	test_lost_cancel();
 	return t_done();
 }

@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -809,6 +810,86 @@ static void test_stress_stop(ura_system *sys)
 	close(g_st_sp[1]);
 }
 
+
+/* ---- 12. hardening: huge fds, and deadlines of resumed writes --------- */
+
+/* An fd number no process has open, far above any table: the epoll
+ * backend sized its table by the fd's value and doubled past INT_MAX,
+ * looping forever (issue 13, item 7); io_uring says -EBADF. */
+#define A_HUGE URA_ATOM("huge")
+#define A_HUGE2 URA_ATOM("huge2")
+static _Atomic int64_t g_huge = 1, g_huge2 = 1;
+static void h_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	if (ura_io_recv(cx, A_HUGE, 1 << 30, 16, 0) <= 0)
+		atomic_store(&g_huge, -999);
+	if (ura_io_read(cx, A_HUGE2, INT_MAX - 1, 16, -1) <= 0)
+		atomic_store(&g_huge2, -999);
+}
+static void h_done(ura_ctx *cx, const ura_msg *m) { (void)cx; atomic_store(&g_huge, ura_arg_i64(m, 0)); }
+static void h_done2(ura_ctx *cx, const ura_msg *m) { (void)cx; atomic_store(&g_huge2, ura_arg_i64(m, 0)); }
+URA_BEHAVIOR(huge_beh, URA_ON(A_GO, "", h_go), URA_ON(A_HUGE, "ib", h_done),
+	     URA_ON(A_HUGE2, "ib", h_done2));
+static const ura_class huge_cls = { .name = "huge_fd", .initial = &huge_beh };
+
+/* A send with a deadline to a peer that reads a trickle: each short
+ * write resumed got a fresh deadline, so the send lived as long as the
+ * trickle (3.8 s for 1 MiB here) instead of ending with -ETIME. */
+#define A_SLOW URA_ATOM("slow")
+static _Atomic int64_t g_slow = 1;
+static _Atomic int g_trickle_stop;
+static int g_tr[2];
+static void *trickle(void *arg)
+{
+	(void)arg;
+	char buf[16 << 10];
+	while (!atomic_load(&g_trickle_stop)) {
+		if (read(g_tr[1], buf, sizeof buf) <= 0)
+			break;
+		usleep(50 * 1000);
+	}
+	return NULL;
+}
+static void slow_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	static char big[1 << 20];
+	if (ura_io_submit(cx, A_SLOW, &(ura_io_req){ .op = URA_IO_SEND, .fd = g_tr[0],
+			  .buf = big, .len = sizeof big, .timeout_ns = 300 * URA_MSEC }) <= 0)
+		atomic_store(&g_slow, -999);
+}
+static void slow_done(ura_ctx *cx, const ura_msg *m) { (void)cx; atomic_store(&g_slow, ura_arg_i64(m, 0)); }
+URA_BEHAVIOR(slow_beh, URA_ON(A_GO, "", slow_go), URA_ON(A_SLOW, "i", slow_done));
+static const ura_class slow_cls = { .name = "slow_send", .initial = &slow_beh };
+
+static void test_hardening(ura_system *sys)
+{
+	ura_ref a;
+	t_must(ura_spawn(sys, &huge_cls, NULL, &a));
+	t_must(ura_send(sys, a, A_GO));
+	t_rc(await_guarded(sys), 0, "huge fds: await (the worker did not hang)");
+	t_eq(atomic_load(&g_huge), -EBADF, "recv on fd 1 << 30: -EBADF");
+	t_eq(atomic_load(&g_huge2), -EBADF, "read on fd INT_MAX - 1: -EBADF");
+
+	t_must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_tr));
+	pthread_t th;
+	t_must(-pthread_create(&th, NULL, trickle, NULL));
+	t_must(ura_spawn(sys, &slow_cls, NULL, &a));
+	uint64_t t0 = t_now_ns();
+	t_must(ura_send(sys, a, A_GO));
+	t_rc(await_guarded(sys), 0, "trickle send: await");
+	uint64_t took = t_now_ns() - t0;
+	t_eq(atomic_load(&g_slow), -ETIME,
+	     "a send whose peer reads a trickle ends at its deadline: -ETIME");
+	t_diag("it ended after %.1f ms (deadline 300 ms)", took / 1e6);
+	atomic_store(&g_trickle_stop, 1);
+	shutdown(g_tr[0], SHUT_RDWR);
+	pthread_join(th, NULL);
+	close(g_tr[0]);
+	close(g_tr[1]);
+}
+
 int main(void)
 {
 	ura_system *sys = t_system(2);
@@ -823,6 +904,7 @@ int main(void)
 	test_big_send(sys);
 	test_many(sys);
 	test_stress_stop(sys);
+	test_hardening(sys);
 	ura_stats st = stats(sys);
 	t_eq(st.io_inflight, 0, "nothing in flight at the end (%llu submitted)",
 	     (unsigned long long)st.io_submitted);

@@ -68,6 +68,10 @@ void ura__rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
  * Token holder. */
 int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m);
 
+/* behavior.c: 0 when b passes ura_behavior_check (remembered, so a
+ * behavior is checked once), else -EINVAL. */
+int ura__behavior_ok(const ura_behavior *b);
+
 /* request.c */
 /* A reply or a request's deadline reached a: runs the continuation and
  * returns 1, or returns 0 (no pending request of that id). */

@@ -63,6 +63,36 @@ URA_API int ura_behavior_check(const ura_behavior *b)
 	return 0;
 }
 
+/*
+ * Every behavior that reaches an actor (its class's initial one at spawn,
+ * each become) passes ura_behavior_check once: a case without a handler
+ * would jump to NULL, and a guard that does not fit its signature would
+ * never match. Checked behaviors are remembered by address in a small
+ * cache shared by all systems (behaviors are static data or made by
+ * ura_behavior_new, which checks and enters them; ura_behavior_free takes
+ * them out), so a become costs one lookup. A collision only means a
+ * check again. relaxed everywhere: an entry is a hint that b passed; a
+ * stale read costs a check, never a skipped one for another address.
+ */
+#define CHECKED 256
+static _Atomic(const ura_behavior *) checked[CHECKED];
+
+static inline size_t checked_slot(const ura_behavior *b)
+{
+	return (size_t)(((uintptr_t)b >> 4) * 0x9e3779b97f4a7c15ull >> 56) & (CHECKED - 1);
+}
+
+int ura__behavior_ok(const ura_behavior *b)
+{
+	size_t h = checked_slot(b);
+	if (ura__likely(atomic_load_explicit(&checked[h], memory_order_relaxed) == b))
+		return 0;
+	int rc = ura_behavior_check(b);
+	if (rc == 0)
+		atomic_store_explicit(&checked[h], b, memory_order_relaxed);
+	return rc;
+}
+
 URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
 			     size_t ncases, ura_unmatched unmatched)
 {
@@ -104,16 +134,26 @@ URA_API int ura_behavior_new(ura_behavior **out, const ura_case *cases,
 	b->cases = cs;
 	b->ncases = (uint32_t)ncases;
 	b->unmatched = unmatched;
+	atomic_store_explicit(&checked[checked_slot(b)], b, memory_order_relaxed);
 	*out = b;
 	return 0;
 }
 
-URA_API void ura_behavior_free(ura_behavior *b) { free(b); }
+URA_API void ura_behavior_free(ura_behavior *b)
+{
+	if (!b)
+		return;
+	/* Its address may come back for another behavior: not checked. */
+	const ura_behavior *was = b;
+	atomic_compare_exchange_strong_explicit(&checked[checked_slot(b)], &was, NULL,
+						memory_order_relaxed, memory_order_relaxed);
+	free(b);
+}
 
 
 URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
 {
-	if (!cx || !b)
+	if (ura__ctx_bad(cx) || !b || ura__behavior_ok(b) < 0)
 		return -EINVAL;
 	if (bound.type || cx->a->x) {
 		struct ura__actor_x *x = ura__actor_x(cx->a);
@@ -135,7 +175,7 @@ URA_API int ura_become(ura_ctx *cx, const ura_behavior *b)
 
 URA_API void ura_stop(ura_ctx *cx)
 {
-	if (cx)
+	if (!ura__ctx_bad(cx))
 		cx->a->stopping = 1;
 }
 

@@ -40,20 +40,23 @@ URA_API int ura_system_nodes(ura_system *sys)
 
 /* ---- handler context ------------------------------------------------ */
 
-URA_API ura_ref ura_self(ura_ctx *cx) { return cx ? ura__self_ref(cx->a) : URA_NOREF; }
+URA_API ura_ref ura_self(ura_ctx *cx)
+{
+	return ura__ctx_bad(cx) ? URA_NOREF : ura__self_ref(cx->a);
+}
 URA_API ura_ref ura_sender(ura_ctx *cx)
 {
-	return cx && cx->m ? ura__msg_sender(cx->m) : URA_NOREF;
+	return !ura__ctx_bad(cx) && cx->m ? ura__msg_sender(cx->m) : URA_NOREF;
 }
-URA_API void *ura_state(ura_ctx *cx) { return cx ? cx->a->state : NULL; }
-URA_API ura_system *ura_ctx_system(ura_ctx *cx) { return cx ? cx->sys : NULL; }
+URA_API void *ura_state(ura_ctx *cx) { return ura__ctx_bad(cx) ? NULL : cx->a->state; }
+URA_API ura_system *ura_ctx_system(ura_ctx *cx) { return ura__ctx_bad(cx) ? NULL : cx->sys; }
 URA_API unsigned ura_worker_id(ura_ctx *cx)
 {
-	return cx && cx->w ? cx->w->id : (unsigned)-1;
+	return !ura__ctx_bad(cx) && cx->w ? cx->w->id : (unsigned)-1;
 }
 URA_API ura_value ura_bound(ura_ctx *cx)
 {
-	if (!cx) {
+	if (ura__ctx_bad(cx)) {
 		ura_value z;
 		memset(&z, 0, sizeof z);
 		return z;

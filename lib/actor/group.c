@@ -17,6 +17,7 @@
 
 #include "actor/group.h"
 #include "core/post.h"
+#include "util/liveset.h"
 
 #define EMPTY 0u
 #define TOMB 1u /* ref ids are >= 2^32 + 1 (odd generation), never 0 or 1 */
@@ -83,12 +84,18 @@ static void prune(struct ura_group *g)
 	atomic_store_explicit(&g->dead_seen, 0, memory_order_relaxed);
 }
 
+/* Every group not yet freed, of every system: a second ura_group_free
+ * (or one of a group its system's destroy already freed) is -EINVAL, not
+ * a free of freed memory. */
+static struct ura__liveset live_groups = URA__LIVESET_INIT;
+
 static int group_make(ura_system *sys, const char *name, struct ura_group **out)
 {
 	struct ura_group *g = ura__calloc(1, sizeof *g);
 	if (!g)
 		return -ENOMEM;
-	if (name && !(g->name = ura__strdup(name))) {
+	if ((name && !(g->name = ura__strdup(name))) || ura__live_add(&live_groups, g) < 0) {
+		free(g->name);
 		free(g);
 		return -ENOMEM;
 	}
@@ -135,6 +142,7 @@ URA_API const char *ura_group_name(const ura_group *g)
 
 static void group_free(struct ura_group *g)
 {
+	(void)ura__live_del(&live_groups, g);
 	pthread_rwlock_destroy(&g->lock);
 	free(g->slots);
 	free(g->name);
@@ -143,7 +151,9 @@ static void group_free(struct ura_group *g)
 
 URA_API int ura_group_free(ura_group *g)
 {
-	if (!g)
+	/* Taken out of the set before anything of g is read: of two frees
+	 * (even racing ones) exactly one goes on. */
+	if (!g || ura__live_del(&live_groups, g) < 0)
 		return -EINVAL;
 	ura_system *sys = g->sys;
 	pthread_mutex_lock(&sys->groups->lock);
@@ -265,7 +275,7 @@ static long group_send(ura_group *g, struct ura__worker *w, ura_ref from,
 URA_API long ura_send_groupv_ctx(ura_ctx *cx, ura_group *g, ura_atom tag,
 				 const ura_value *vals, unsigned n)
 {
-	if (!cx || !g || g->sys != cx->sys)
+	if (ura__ctx_bad(cx) || !g || g->sys != cx->sys)
 		return -EINVAL;
 	return group_send(g, cx->w, ura__self_ref(cx->a), tag, vals, n);
 }

@@ -169,7 +169,8 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	unsigned node = w ? w->node : 0;
 	if (opts && !ura__zeroed(opts->reserved_, sizeof opts->reserved_))
 		return -EINVAL;
-	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_))
+	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_) ||
+	    cls->unmatched > URA_UNMATCHED_STASH || ura__behavior_ok(cls->initial) < 0)
 		return -EINVAL;
 	if (opts && opts->worker.k1_) {
 		if (opts->worker.k1_ < 0 || (unsigned)opts->worker.k1_ > sys->nworkers)
@@ -185,14 +186,29 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	if (!a)
 		return -ENOMEM;
 	void *state = a->state;
+	/* The group first, before init: a spawn that fails must not have run
+	 * init without its destroy, nor destroy after a successful init (so
+	 * a class that hands resources over in `arg` knows the one rule:
+	 * destroy runs exactly when spawn succeeded). A group send that
+	 * reaches the actor now waits in its mailbox until init is done. */
+	if (opts && opts->group) {
+		int rc = ura_group_join(opts->group, ref);
+		if (rc < 0) {
+			ura__die(sys, w, a, 0);
+			release(sys, w, a);
+			return rc;
+		}
+	}
 
 	if (cls->init) {
-		struct ura_ctx cx = { sys, w, a, NULL, NULL };
+		struct ura_ctx cx = { sys, w, a, NULL, NULL, w ? ura__ld(&w->st.turns) : 0 };
 		int rc = cls->init(&cx, state, arg);
 		if (rc < 0) {
 			/* init failed: it cleans up after itself, so no
 			 * destroy callback; the ref it may have leaked to
 			 * others is stale from here on. */
+			if (opts && opts->group)
+				(void)ura_group_leave(opts->group, ref);
 			ura__die(sys, w, a, 0);
 			release(sys, w, a);
 			return rc;
@@ -204,14 +220,6 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 		ura__inc(&w->st.spawned);
 	else
 		atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
-	if (opts && opts->group) {
-		int rc = ura_group_join(opts->group, ref);
-		if (rc < 0) {
-			ura__die(sys, w, a, 1);
-			release(sys, w, a);
-			return rc;
-		}
-	}
 	/* ura_stop() from init: stopped before anyone could reach it; what
 	 * init sent to itself becomes dead letters. */
 	if (a->stopping)
@@ -230,7 +238,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 URA_API int ura_spawn_ex_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
 			     const ura_spawn_opts *opts, ura_ref *out)
 {
-	if (!cx)
+	if (ura__ctx_bad(cx))
 		return -EINVAL;
 	return spawn(cx->sys, cx->w, cls, arg, opts, out);
 }

@@ -48,7 +48,7 @@ void ura__requests_drop(ura_system *sys, struct ura__worker *w, struct ura__acto
 URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 		       unsigned n)
 {
-	if (!cx)
+	if (ura__ctx_bad(cx))
 		return -EINVAL;
 	struct ura_msg *m = cx->m;
 	ura_ref to = m ? ura__msg_sender(m) : URA_NOREF;
@@ -63,7 +63,7 @@ URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
 			     ura_handler *cont, void *data, ura_atom tag,
 			     const ura_value *vals, unsigned n)
 {
-	if (!cx || !cont || timeout_ns > URA_MAX_DELAY)
+	if (ura__ctx_bad(cx) || !cont || timeout_ns > URA_MAX_DELAY)
 		return -EINVAL;
 	struct ura__actor *a = cx->a;
 	struct ura__actor_x *x = ura__actor_x(a);
@@ -120,5 +120,5 @@ URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 	return ura_requestv_for(cx, to, 0, cont, data, tag, vals, n);
 }
 
-URA_API void *ura_request_data(ura_ctx *cx) { return cx ? cx->req_data : NULL; }
+URA_API void *ura_request_data(ura_ctx *cx) { return ura__ctx_bad(cx) ? NULL : cx->req_data; }
 

@@ -19,7 +19,7 @@ static void trace_unmatched(struct ura_ctx *cx, const struct ura_msg *m, const c
 	char buf[200];
 	ura_msg_format(m, buf, sizeof buf);
 	ura__log(&cx->sys->log, URA_LOG_WARN, "%s: actor %s <%u.%u> (behavior %s): %s",
-		 what, cx->a->cls->name, cx->a->idx, ura__own_gen(cx->a),
+		 what, cx->a->cls->name, ura__idx_no(cx->a->idx), ura__own_gen(cx->a),
 		 cx->a->beh && cx->a->beh->name ? cx->a->beh->name : "-", buf);
 }
 
@@ -146,12 +146,13 @@ static void redeliver_stash(struct ura_ctx *cx)
 void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 {
 	ura_system *sys = w->sys;
-	struct ura_ctx cx = { sys, w, a, NULL, NULL };
+	struct ura_ctx cx = { sys, w, a, NULL, NULL, 0 };
 	struct ura_msg *m, *r;
 	unsigned n = 0;
 
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
 	ura__inc(&w->st.turns);
+	cx.turn = ura__ld(&w->st.turns);
 	/* Snapshots (lib/snap/snap.h): the actor is captured before it
 	 * handles its first message of a new phase (the per-message test
 	 * below); messages of the turn are counted by phase (core/phase.h). */

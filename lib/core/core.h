@@ -156,6 +156,7 @@ struct ura_system {
 	_Atomic int started;
 	_Atomic int nsleeping;         /* workers in the sleep path */
 	_Atomic int nspinning;         /* workers spinning for work */
+	_Atomic unsigned in_loop;      /* workers in their loop (shutdown order) */
 	/* Work held by threads that are not workers (a snapshot thread):
 	 * the system is not quiescent while it is non-zero. */
 	_Atomic int held;
@@ -176,6 +177,7 @@ struct ura_system {
 	alignas(URA__CACHELINE) pthread_mutex_t slot_lock;
 	_Atomic(struct ura__actor *) *chunks;  /* URA__MAX_CHUNKS pointers */
 	_Atomic uint32_t idx_hwm;      /* slot indices handed out so far */
+	uint32_t tag;                  /* in every slot's idx: refs say whose */
 	uint32_t chunk_top;            /* chunks made: [0, chunk_top), under slot_lock */
 	struct ura__actor *ext_free;   /* under slot_lock */
 
@@ -201,10 +203,30 @@ struct ura_ctx {
 	struct ura__actor *a;
 	struct ura_msg *m;       /* NULL in init */
 	void *req_data;
+	uint64_t turn;           /* w's st.turns when made (debug check) */
 };
 
 /* The worker running on this thread, if any (for -EDEADLK checks). */
 extern _Thread_local struct ura__worker *ura__current_worker;
+
+/* A ctx the caller may not use: NULL, or (in builds without NDEBUG) one
+ * kept past its handler: used from another thread, or in a later turn.
+ * Such a use is undefined in ura.h's terms; debug builds catch it, say so
+ * once in the log, and make the call fail (-EINVAL, or its empty value). */
+#ifdef NDEBUG
+#define ura__ctx_bad(cx) (ura__unlikely(!(cx)))
+#else
+int ura__ctx_stale(const struct ura_ctx *cx);
+static inline int ura__ctx_bad(const struct ura_ctx *cx)
+{
+	if (ura__unlikely(!cx))
+		return 1;
+	if (ura__likely(cx->w == ura__current_worker &&
+			(!cx->w || cx->turn == ura__ld(&cx->w->st.turns))))
+		return 0;
+	return ura__ctx_stale(cx);
+}
+#endif
 
 /* The worker of this thread if it belongs to sys: calls made on a worker
  * thread outside a handler still use that worker's pool and counters. */
@@ -249,20 +271,75 @@ static inline uint8_t ura__phase_stamp(ura_system *sys)
  * none to bind to (no pinning, or a simulated topology). */
 int ura__node_cpuset(const ura_system *sys, unsigned node, cpu_set_t *set);
 
+/* The slot of table index `index` (no tag), or NULL (never handed out).
+ * Any thread. acquire: pairs with the release of idx_hwm and of the
+ * chunk's publication in core/slots.c, so an index below hwm has an
+ * initialised chunk or a NULL we treat as "no such actor". */
+static inline struct ura__actor *ura__slot_at(ura_system *sys, uint32_t index)
+{
+	if (index == 0 || index >= atomic_load_explicit(&sys->idx_hwm, memory_order_acquire))
+		return NULL;
+	struct ura__actor *c = atomic_load_explicit(&sys->chunks[index >> URA__CHUNK_SHIFT],
+						    memory_order_acquire);
+	return c ? &c[index & (URA__CHUNK - 1)] : NULL;
+}
+
+/* The slot a ref's index names (its system tag checked), or NULL. Inline:
+ * every send looks its target up here. */
+static inline struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
+{
+	if (ura__unlikely(idx >> URA__IDX_BITS != sys->tag))
+		return NULL;
+	return ura__slot_at(sys, idx & URA__IDX_MASK);
+}
+
 /* core/slots.c */
-/* The slot of index idx, or NULL (never handed out). Any thread. */
-struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx);
+/* Out of line: the rare paths of the inline calls below. */
+struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w);
+void ura__slot_free_ext(ura_system *sys, struct ura__actor *a);
+struct ura__actor_x *ura__actor_x_new(struct ura__actor *a);
+void ura__actor_x_drop(struct ura__actor *a);
+
 /* A slot whose token the caller then holds, or NULL (-ENOMEM); w: the
- * calling worker (its free list), NULL off the workers. */
-struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w);
+ * calling worker (its free list), NULL off the workers. Inline: a spawn's
+ * fast path is the worker's free list. */
+static inline struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w)
+{
+	struct ura__actor *a = w ? w->free_slots : NULL;
+	if (a) {
+		w->free_slots = a->free_link;
+		/* A stale send may have scheduled the dead slot; then leave
+		 * it on the list and take a fresh one. */
+		if (ura__likely(ura__mb_claim(&a->mb)))
+			return a;
+		a->free_link = w->free_slots;
+		w->free_slots = a;
+	}
+	return ura__slot_take_slow(sys, w);
+}
 /* Gives a stopped actor's slot back (token still held). */
-void ura__slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+static inline void ura__slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+{
+	if (!w) {
+		ura__slot_free_ext(sys, a);
+		return;
+	}
+	a->free_link = w->free_slots;
+	w->free_slots = a;
+}
 /* The live actor r names, or NULL (stopped, stale, never). Any thread. */
 struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r);
 /* The side record, made on first use; NULL without memory. Token holder. */
-struct ura__actor_x *ura__actor_x(struct ura__actor *a);
+static inline struct ura__actor_x *ura__actor_x(struct ura__actor *a)
+{
+	return a->x ? a->x : ura__actor_x_new(a);
+}
 /* Frees the side record and the lists of every layer in it. */
-void ura__actor_x_free(struct ura__actor *a);
+static inline void ura__actor_x_free(struct ura__actor *a)
+{
+	if (a->x)
+		ura__actor_x_drop(a);
+}
 /* System life: the table (and, at destroy, its chunks). */
 int ura__slots_init(ura_system *sys);
 void ura__slots_fini(ura_system *sys);

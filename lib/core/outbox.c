@@ -63,7 +63,6 @@ void ura__outbox_add(struct ura__worker *w, unsigned nd, struct ura__actor *a,
 		o->tail = m;
 		w->outbox_dirty++;
 	}
-	ura__inc(&w->st.cross_node);
 	if (++o->count >= w->sys->outbox_batch)
 		flush(w, nd);
 }

@@ -84,11 +84,15 @@ static inline void ura__deliver(ura_system *sys, struct ura__worker *w,
 static inline void ura__post(ura_system *sys, struct ura__worker *w, unsigned home,
 			     struct ura__actor *a, struct ura_msg *m)
 {
-	/* To another node: batched through this worker's outbox. */
+	/* To another node: batched through this worker's outbox (or pushed
+	 * one at a time with batching off; counted either way). */
 	unsigned to_node = ura__home(a);
-	if (w && to_node != home && sys->numa_batch) {
-		ura__outbox_add(w, to_node, a, m);
-		return;
+	if (w && ura__unlikely(to_node != home)) {
+		ura__inc(&w->st.cross_node);
+		if (sys->numa_batch) {
+			ura__outbox_add(w, to_node, a, m);
+			return;
+		}
 	}
 	ura__deliver(sys, w, a, m);
 }

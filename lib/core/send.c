@@ -4,10 +4,23 @@
 
 #include "core/post.h"
 
+#ifndef NDEBUG
+int ura__ctx_stale(const struct ura_ctx *cx)
+{
+	static _Atomic int said;
+	/* relaxed: a once-only flag, it orders nothing. */
+	if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
+		ura__log(&cx->sys->log, URA_LOG_ERROR,
+			 "a ura_ctx was used outside its handler (from another thread, or "
+			 "after the handler returned): the call fails with -EINVAL");
+	return 1;
+}
+#endif
+
 URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n)
 {
-	if (ura__unlikely(!cx))
+	if (ura__ctx_bad(cx))
 		return -EINVAL;
 	return ura__send_msg(cx->sys, cx->w, ura__home(cx->a), ura__self_ref(cx->a), to, tag,
 			     vals, n, URA__MK_PLAIN, 0);

@@ -91,6 +91,13 @@ static inline unsigned ura__home(struct ura__actor *a)
 #define URA__CHUNK_SHIFT 10
 #define URA__CHUNK (1u << URA__CHUNK_SHIFT)
 #define URA__MAX_CHUNKS (1u << 16) /* 64 Mi actor slots */
+/* A slot's idx (and a ref's low word) is the system's tag (1..63) above
+ * the table index, so a ref of another system finds no actor here. */
+#define URA__IDX_BITS URA__REF_INDEX_BITS
+#define URA__IDX_MASK URA__REF_INDEX_MASK
+#define URA__TAGS 63u
+_Static_assert((uint64_t)URA__MAX_CHUNKS * URA__CHUNK <= (1ull << URA__IDX_BITS),
+	       "table indices fit below the tag");
 
 static inline ura_ref ura__ref_make(uint32_t idx, uint32_t gen)
 {
@@ -98,6 +105,8 @@ static inline ura_ref ura__ref_make(uint32_t idx, uint32_t gen)
 	return r;
 }
 static inline uint32_t ura__ref_idx(ura_ref r) { return (uint32_t)r.id; }
+/* The table index alone, for logs (without the system tag). */
+static inline uint32_t ura__idx_no(uint32_t idx) { return idx & URA__IDX_MASK; }
 static inline uint32_t ura__ref_gen(ura_ref r) { return (uint32_t)(r.id >> 32); }
 
 /* Token holder: the generation (it is the only writer, so relaxed is

@@ -6,18 +6,6 @@
 
 #include "core/core.h"
 
-struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
-{
-	/* acquire: pairs with the release of idx_hwm / chunk publication
-	 * in reserve(), so an index below hwm has an initialised chunk or
-	 * a NULL we treat as "no such actor". */
-	if (idx == 0 || idx >= atomic_load_explicit(&sys->idx_hwm, memory_order_acquire))
-		return NULL;
-	struct ura__actor *c = atomic_load_explicit(&sys->chunks[idx >> URA__CHUNK_SHIFT],
-						    memory_order_acquire);
-	return c ? &c[idx & (URA__CHUNK - 1)] : NULL;
-}
-
 struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r)
 {
 	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
@@ -39,7 +27,7 @@ static int ensure_chunks(ura_system *sys, uint32_t base, uint32_t n)
 		if (!chunk)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < URA__CHUNK; i++) {
-			chunk[i].idx = c * URA__CHUNK + i;
+			chunk[i].idx = sys->tag << URA__IDX_BITS | (c * URA__CHUNK + i);
 			ura__mb_init(&chunk[i].mb, (struct ura_msg *)&chunk[i].stub);
 		}
 		/* release: publishes the initialised slots to ura__slot_get. */
@@ -66,20 +54,12 @@ static uint32_t reserve(ura_system *sys, uint32_t n)
 	return base;
 }
 
-struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w)
+struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w)
 {
 	struct ura__actor *a;
 	if (w) {
-		a = w->free_slots;
-		if (a) {
-			w->free_slots = a->free_link;
-			/* A stale send may have scheduled the dead slot; then
-			 * leave it on the list and take a fresh one. */
-			if (ura__mb_claim(&a->mb))
-				return a;
-			a->free_link = w->free_slots;
-			w->free_slots = a;
-		}
+		/* The free list's head was scheduled by a stale send (see
+		 * ura__slot_take), or the reserved indices ran out. */
 		if (w->idx_next == w->idx_end) {
 			uint32_t base = reserve(sys, 64);
 			if (!base)
@@ -87,7 +67,7 @@ struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w)
 			w->idx_next = base;
 			w->idx_end = base + 64;
 		}
-		a = ura__slot_get(sys, w->idx_next++);
+		a = ura__slot_at(sys, w->idx_next++);
 	} else {
 		pthread_mutex_lock(&sys->slot_lock);
 		a = sys->ext_free;
@@ -98,45 +78,42 @@ struct ura__actor *ura__slot_take(ura_system *sys, struct ura__worker *w)
 		}
 		pthread_mutex_unlock(&sys->slot_lock);
 		uint32_t base = reserve(sys, 1);
-		a = base ? ura__slot_get(sys, base) : NULL;
+		a = base ? ura__slot_at(sys, base) : NULL;
 	}
 	if (a && !ura__mb_claim(&a->mb))
 		a = NULL; /* cannot happen: a fresh slot is idle and unknown */
 	return a;
 }
 
-void ura__slot_free(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
+void ura__slot_free_ext(ura_system *sys, struct ura__actor *a)
 {
-	if (w) {
-		a->free_link = w->free_slots;
-		w->free_slots = a;
-	} else {
-		pthread_mutex_lock(&sys->slot_lock);
-		a->free_link = sys->ext_free;
-		sys->ext_free = a;
-		pthread_mutex_unlock(&sys->slot_lock);
-	}
+	pthread_mutex_lock(&sys->slot_lock);
+	a->free_link = sys->ext_free;
+	sys->ext_free = a;
+	pthread_mutex_unlock(&sys->slot_lock);
 }
 
-struct ura__actor_x *ura__actor_x(struct ura__actor *a)
+struct ura__actor_x *ura__actor_x_new(struct ura__actor *a)
 {
-	if (!a->x)
-		a->x = ura__calloc(1, sizeof *a->x);
+	a->x = ura__calloc(1, sizeof *a->x);
 	return a->x;
 }
 
-void ura__actor_x_free(struct ura__actor *a)
+void ura__actor_x_drop(struct ura__actor *a)
 {
-	if (a->x) {
-		free(a->x->io);
-		free(a->x->timers);
-	}
+	free(a->x->io);
+	free(a->x->timers);
 	free(a->x);
 	a->x = NULL;
 }
 
 int ura__slots_init(ura_system *sys)
 {
+	/* A tag per system, in every ref it makes: a ref of one system names
+	 * no actor in another (-ESRCH), unless 63 systems were made between
+	 * the two. relaxed: a counter, it orders nothing. */
+	static _Atomic uint32_t systems;
+	sys->tag = atomic_fetch_add_explicit(&systems, 1, memory_order_relaxed) % URA__TAGS + 1;
 	sys->chunks = ura__calloc(URA__MAX_CHUNKS, sizeof *sys->chunks);
 	if (!sys->chunks)
 		return -ENOMEM;

@@ -11,7 +11,9 @@
  *    returns; the caller may reuse its buffers at once.
  *  - "Handler context" means: only from inside a handler (or init callback)
  *    running on a worker, with the ura_ctx the runtime passed in. A ctx is
- *    valid only until that handler returns; never store it.
+ *    valid only until that handler returns; never store it. (Builds
+ *    without NDEBUG catch a ctx used from another thread than its
+ *    handler's: the call fails with -EINVAL and the log says so once.)
  *  - "Any thread" means any thread of the process, worker or not, as long as
  *    the system is not being destroyed concurrently.
  *
@@ -355,10 +357,12 @@ typedef struct ura_class {
 	const ura_behavior *initial; /* required */
 	/* Called once, on the spawning thread, before spawn returns. `arg`
 	 * is the spawn argument. Without init, a non-NULL arg is copied into
-	 * the state (state_size bytes). Returning -errno fails the spawn. */
+	 * the state (state_size bytes). Returning -errno fails the spawn
+	 * (init cleans up after itself: destroy is not called). */
 	int (*init)(ura_ctx *cx, void *state, const void *arg);
 	/* Called once when the actor stops or the system is destroyed, on
-	 * the thread doing that. Must not send. */
+	 * the thread doing that; exactly when the spawn succeeded (a spawn
+	 * that returns an error never calls it). Must not send. */
 	void (*destroy)(void *state);
 	uint32_t unmatched;          /* ura_unmatched; default DROP */
 	uint64_t reserved_[6];       /* zero */
@@ -595,10 +599,14 @@ URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
  *
  * Returns a handle (> 0) for ura_cancel(), or -errno: -EINVAL for a delay
  * over URA_MAX_DELAY (a negative delay cast to uint64_t is one), -ESRCH if
- * the target is gone now, and the errors of ura_send. A target that stops
+ * the target is gone now, -ENOMEM without memory or when the worker that
+ * would hold it has URA_MAX_TIMERS pending already (a handler's delayed
+ * sends live on its worker; those armed from outside are spread over the
+ * workers), and the errors of ura_send. A target that stops
  * before the delivery turns the message into a dead letter.
  */
 #define URA_MAX_DELAY (366 * 24 * 3600 * URA_SEC) /* one year */
+#define URA_MAX_TIMERS (4u << 20) /* pending delayed sends per worker */
 #define URA_TIMER_SLACK_DEFAULT (256 * URA_USEC)
 typedef int64_t ura_timer;
 

@@ -186,6 +186,14 @@ static void attempt_done(struct ura__worker *w, struct ura__op *op, int64_t res)
 
 static void resubmit(struct ura__worker *w, struct ura__op *op)
 {
+	/* The deadline is the whole operation's: a resumed short write (or
+	 * a re-armed accept) gets what is left of it, not a fresh one, so a
+	 * peer that reads a trickle cannot keep a send alive forever. A
+	 * deadline already passed still makes one attempt, at 1 ns. */
+	if (op->deadline) {
+		uint64_t now = ura__now_ns();
+		op->rq.timeout_ns = op->deadline > now ? op->deadline - now : 1;
+	}
 	op->ncqe = op->rq.timeout_ns ? 2 : 1;
 	op->timer_fired = 0;
 	int rc = ura__poller_submit(&w->poller, &op->rq);
@@ -368,7 +376,7 @@ static int64_t op_commit(ura_ctx *cx, struct ura__op *op, ura_atom tag, unsigned
 
 URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 {
-	if (!cx || !r || !ura_atom_valid(tag))
+	if (ura__ctx_bad(cx) || !r || !ura_atom_valid(tag))
 		return -EINVAL;
 	int rc = check_req(r);
 	struct ura__op *op = NULL;
@@ -429,6 +437,8 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 		op_abort(w, op);
 		return rc;
 	}
+	if (r->timeout_ns)
+		op->deadline = ura__now_ns() + r->timeout_ns;
 	int64_t id = op_commit(cx, op, tag, r->timeout_ns ? 2 : 1);
 	if (id < 0)
 		return id;
@@ -447,7 +457,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 
 URA_API ura_io ura_offload(ura_ctx *cx, ura_atom tag, ura_work_fn *fn, void *arg)
 {
-	if (!cx || !fn || !ura_atom_valid(tag))
+	if (ura__ctx_bad(cx) || !fn || !ura_atom_valid(tag))
 		return -EINVAL;
 	ura_io_req fake = URA__ZERO;
 	fake.op = URA__OP_OFFLOAD;
@@ -501,15 +511,21 @@ static void cancel_id(struct ura__worker *self, ura_system *sys, int64_t id)
 		unsigned cap = w->io->capcancel ? w->io->capcancel * 2 : 16;
 		uint64_t *n = ura__realloc(w->io->cancels, cap * sizeof *n);
 		if (!n) {
+			/* No room for the id: the owner sweeps instead and
+			 * cancels every operation of an actor that stopped,
+			 * so a stopping actor's destroy never waits forever.
+			 * (An ura_io_cancel of a live actor's operation is
+			 * lost then: the operation just runs to its end.) */
 			pthread_mutex_unlock(&w->io->cancel_lock);
-			ura__log(&sys->log, URA_LOG_ERROR, "I/O cancel lost: %s", ura_strerror(-ENOMEM));
-			return;
+			atomic_store_explicit(&w->io->cancel_sweep, 1, memory_order_relaxed);
+			goto tell;
 		}
 		w->io->cancels = n;
 		w->io->capcancel = cap;
 	}
 	w->io->cancels[w->io->ncancel++] = (uint64_t)id;
 	pthread_mutex_unlock(&w->io->cancel_lock);
+tell:
 	/* seq_cst: pairs with the owner's fence before it sleeps. */
 	atomic_store_explicit(&w->io->cancel_req, 1, memory_order_seq_cst);
 	ura__wake(self, w);
@@ -517,7 +533,7 @@ static void cancel_id(struct ura__worker *self, ura_system *sys, int64_t id)
 
 URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
 {
-	if (!cx || id <= 0)
+	if (ura__ctx_bad(cx) || id <= 0)
 		return -EINVAL;
 	struct ura__actor *a = cx->a;
 	struct ura__ids *l = a->x ? a->x->io : NULL;
@@ -553,6 +569,17 @@ URA_API int ura_io_more(const ura_msg *m)
 
 /* ---- the worker's side ---------------------------------------------- */
 
+/* Cancels every operation whose actor has stopped (a cancel request was
+ * lost for want of memory: see cancel_id). */
+static void cancel_stopped(struct ura__worker *w)
+{
+	for (uint32_t i = 0; i < w->io->hwm; i++) {
+		struct ura__op *op = op_get(w->io, i);
+		if (op->live && !ura__slot_live(w->sys, op->actor))
+			cancel_local(w, op_id(op));
+	}
+}
+
 /* Owner: finished pool jobs, cross-worker cancels, and (if poll) a
  * non-blocking poll of the ring. Returns completions handled. */
 static int io_service(struct ura__worker *w, int poll)
@@ -581,6 +608,10 @@ static int io_service(struct ura__worker *w, int poll)
 	 * let go of the lock sets it again (its store follows its append). */
 	if (atomic_load_explicit(&io->cancel_req, memory_order_relaxed)) {
 		atomic_store_explicit(&io->cancel_req, 0, memory_order_relaxed);
+		/* relaxed: set before the seq_cst store of cancel_req that we
+		 * just read (the store orders it for us). */
+		if (atomic_exchange_explicit(&io->cancel_sweep, 0, memory_order_relaxed))
+			cancel_stopped(w);
 		/* A bounded batch at a time, never an allocation: a cancel
 		 * must not be lost for want of memory (a stopping actor's
 		 * destroy waits for it). */
@@ -589,7 +620,8 @@ static int io_service(struct ura__worker *w, int poll)
 			pthread_mutex_lock(&io->cancel_lock);
 			unsigned k = io->ncancel < 64 ? io->ncancel : 64;
 			io->ncancel -= k;
-			memcpy(ids, io->cancels + io->ncancel, k * sizeof *ids);
+			if (k) /* cancels is NULL until the first one */
+				memcpy(ids, io->cancels + io->ncancel, k * sizeof *ids);
 			pthread_mutex_unlock(&io->cancel_lock);
 			if (!k)
 				break;

@@ -28,6 +28,7 @@ struct ura__op {
 	ura_work_fn *fn;            /* OFFLOAD */
 	void *arg;
 	int64_t res;                /* pool: the result */
+	uint64_t deadline;          /* CLOCK_MONOTONIC ns of the whole op, 0: none */
 	int32_t first_res;          /* the attempt's own CQE, until its timer's */
 	uint32_t idx, gen;
 	uint16_t owner;             /* worker */
@@ -54,6 +55,7 @@ struct ura__io {
 	uint64_t *cancels;
 	unsigned ncancel, capcancel;
 	_Atomic int cancel_req;
+	_Atomic int cancel_sweep;   /* an id did not fit: sweep (io.c) */
 };
 
 #endif

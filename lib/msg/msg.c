@@ -172,7 +172,7 @@ URA_API int ura_msg_format(const ura_msg *m, char *buf, size_t n)
 		case URA_T_F64: OUT("%s%g", sep, v->u.f64); break;
 		case URA_T_ATOM: OUT("%s'%s'", sep, ura_atom_name(v->u.atom, name)); break;
 		case URA_T_REF:
-			OUT("%s<%" PRIu32 ".%" PRIu32 ">", sep, (uint32_t)v->u.ref.id,
+			OUT("%s<%" PRIu32 ".%" PRIu32 ">", sep, (uint32_t)v->u.ref.id & URA__REF_INDEX_MASK,
 			    (uint32_t)(v->u.ref.id >> 32));
 			break;
 		case URA_T_STR: OUT("%s\"%.40s%s\"", sep, v->u.str, v->len > 40 ? "..." : ""); break;

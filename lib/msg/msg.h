@@ -115,6 +115,11 @@ long ura__msg_size(const ura_value *vals, unsigned n);
 void ura__msg_fill(struct ura_msg *m, ura_atom tag, ura_ref from,
 		   const ura_value *vals, unsigned n);
 
+/* A ref's low word: the system's tag above the slot's table index
+ * (core/slot.h); printed refs show the index alone. */
+#define URA__REF_INDEX_BITS 26
+#define URA__REF_INDEX_MASK ((1u << URA__REF_INDEX_BITS) - 1)
+
 /* Packs a type string the way URA__SIG does (bit 62 set: "typed"). */
 uint64_t ura__sig_pack(const char *types, size_t n);
 #define URA__SIG_TYPED ((uint64_t)1 << 62)

@@ -11,6 +11,7 @@
  * racing an epoll_ctl on the same fd is a real race; TSan says so).
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -39,22 +40,38 @@ struct ura__epio {
 static struct ura__epio *ep_get(struct ura__poller *p)
 {
 	if (!p->ep)
-		p->ep = calloc(1, sizeof *p->ep);
+		p->ep = ura__calloc(1, sizeof *p->ep);
 	return p->ep;
 }
 
-static struct ep_fd *fd_slot(struct ura__epio *e, int fd)
+/* The table is indexed by the fd's value, so it only grows for an fd
+ * that is open (an fd number picked at random, say 1 << 30, is -EBADF at
+ * once, as io_uring says, not a table of a billion entries or a doubling
+ * that overflows). *err: -EBADF or -ENOMEM when NULL is returned. */
+static struct ep_fd *fd_slot(struct ura__epio *e, int fd, int *err)
 {
+	if (fd < 0) {
+		*err = -EBADF;
+		return NULL;
+	}
 	if (fd >= e->cap) {
-		int cap = e->cap ? e->cap : 64;
-		while (cap <= fd)
-			cap *= 2;
-		struct ep_fd *n = realloc(e->fds, (size_t)cap * sizeof *n);
-		if (!n)
+		if (fcntl(fd, F_GETFD) < 0) {
+			*err = -errno;
 			return NULL;
-		memset(n + e->cap, 0, (size_t)(cap - e->cap) * sizeof *n);
+		}
+		size_t cap = e->cap ? (size_t)e->cap : 64;
+		while (cap <= (size_t)fd)
+			cap *= 2; /* size_t: 2 * 2^31 does not overflow */
+		if (cap > INT_MAX)
+			cap = (size_t)INT_MAX;
+		struct ep_fd *n = ura__realloc(e->fds, cap * sizeof *n);
+		if (!n) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		memset(n + e->cap, 0, (cap - (size_t)e->cap) * sizeof *n);
 		e->fds = n;
-		e->cap = cap;
+		e->cap = (int)cap;
 	}
 	return &e->fds[fd];
 }
@@ -265,10 +282,15 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 	default:
 		break;
 	}
-	struct ep_fd *f = fd_slot(e, r->fd);
+	int ferr = 0;
+	struct ep_fd *f = fd_slot(e, r->fd, &ferr);
 	if (!f) {
-		timed_del(e, r);
-		return -ENOMEM;
+		if (ferr == -ENOMEM) {
+			timed_del(e, r);
+			return -ENOMEM;
+		}
+		defer_done(p, r, ferr); /* a completion, as io_uring gives it */
+		return 0;
 	}
 	r->dir = (uint8_t)dir_of(r);
 	if (r->op == URA_IO_CONNECT) {

@@ -20,8 +20,13 @@
 #include "snap/snap.h"
 #include "time/timers.h"
 #include "util/env.h"
+#include "util/liveset.h"
 
 #define MAX_WORKERS 1024
+
+/* Every system not yet destroyed: a second ura_system_destroy is -EINVAL,
+ * not a free of freed memory. */
+static struct ura__liveset live_systems = URA__LIVESET_INIT;
 
 /* ---- configuration --------------------------------------------------- */
 
@@ -173,7 +178,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	if (sys->chunks) {
 		uint32_t hwm = atomic_load_explicit(&sys->idx_hwm, memory_order_relaxed);
 		for (uint32_t idx = 1; idx < hwm; idx++) {
-			struct ura__actor *a = ura__slot_get(sys, idx);
+			struct ura__actor *a = ura__slot_at(sys, idx);
 			if (!a)
 				continue;
 			*live += a->state_kind == URA__A_ALIVE;
@@ -281,8 +286,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 			rc = ura__snap_init(sys);
 	}
 	ura__topo_free(&topo);
-	if (rc == 0 && !p.paused)
-		rc = ura_system_start(sys);
+	if (rc == 0)
+		rc = ura__live_add(&live_systems, sys);
+	if (rc == 0 && !p.paused && (rc = ura_system_start(sys)) < 0)
+		(void)ura__live_del(&live_systems, sys);
 	if (rc < 0) {
 		/* A failed start has stopped the workers it started. */
 		uint64_t live;
@@ -372,6 +379,10 @@ URA_API int ura_system_destroy(ura_system *sys)
 		return -EINVAL;
 	if (ura__current_worker)
 		return -EDEADLK;
+	/* Out of the set before anything of sys is read: of two destroys
+	 * (even racing ones) exactly one goes on. */
+	if (ura__live_del(&live_systems, sys) < 0)
+		return -EINVAL;
 	ura__snap_stop(sys); /* a snapshot still running is cancelled */
 	ura_system_shutdown(sys);
 	struct ura__logger log = sys->log;

@@ -251,6 +251,9 @@ static void *worker_main(void *arg)
 	/* Idle before "ready": ura_system_new must not return while a worker
 	 * that never ran still looks busy to the quiescence check. */
 	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	/* relaxed: read only after the start's lock and joins order it. */
+	if (rc == 0)
+		atomic_fetch_add_explicit(&sys->in_loop, 1, memory_order_relaxed);
 	ss->ready++;
 	pthread_cond_broadcast(&ss->cond);
 	pthread_mutex_unlock(&ss->lock);
@@ -275,6 +278,21 @@ static void *worker_main(void *arg)
 	}
 	/* Nothing of an actor's may be in the kernel once destroy runs. */
 	ura__io_worker_exit(w);
+	/* A peer still in its loop may wake us with a MSG_RING to our ring's
+	 * fd: the ring goes only once every worker is out of its loop (and
+	 * so sends no more wakes), or the wake would hit a closed, or worse
+	 * a reused, fd (TSan saw it at shutdown under load). acq_rel: our
+	 * loop's last wake happens before a peer that sees the count drop
+	 * to zero closes its ring; the loads pair with it. */
+	atomic_fetch_sub_explicit(&sys->in_loop, 1, memory_order_acq_rel);
+	for (unsigned spin = 0; atomic_load_explicit(&sys->in_loop, memory_order_acquire); spin++) {
+		if (spin < 64) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 100 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+	}
 	ura__poller_fini(&w->poller);
 	return NULL;
 }

@@ -159,7 +159,7 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 	struct ura__actor_x *x = a->x;
 	if (!rg) {
 		problem(S, buf, rec, id, "actor %s <%u.%u>: class not registered (ura_snap_register)",
-			cname, a->idx, gen);
+			cname, ura__idx_no(a->idx), gen);
 		return;
 	}
 	int32_t beh = -1;
@@ -169,19 +169,19 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 				beh = (int32_t)i;
 		if (beh < 0) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: in behavior %s, not in its class's "
-				"ura_snap_class.behaviors", cname, a->idx, gen,
+				"ura_snap_class.behaviors", cname, ura__idx_no(a->idx), gen,
 				a->beh->name ? a->beh->name : "(unnamed)");
 			return;
 		}
 	}
 	if (x && x->pending) {
 		problem(S, buf, rec, id, "actor %s <%u.%u>: has requests awaiting replies "
-			"(their continuations cannot be saved)", cname, a->idx, gen);
+			"(their continuations cannot be saved)", cname, ura__idx_no(a->idx), gen);
 		return;
 	}
 	uint32_t bt = x ? x->bound.type : 0;
 	if (bt == URA_T_PTR || bt == URA_T_STR || bt == URA_T_BYTES) {
-		problem(S, buf, rec, id, "actor %s <%u.%u>: its bound value is %s", cname, a->idx,
+		problem(S, buf, rec, id, "actor %s <%u.%u>: its bound value is %s", cname, ura__idx_no(a->idx),
 			gen, why_value(bt));
 		return;
 	}
@@ -190,7 +190,7 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 		unsigned at = ura__msg_ptr_at(m);
 		if (at) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: a stashed message holds an "
-				"opaque pointer (value %u)", cname, a->idx, gen, at - 1);
+				"opaque pointer (value %u)", cname, ura__idx_no(a->idx), gen, at - 1);
 			return;
 		}
 	}
@@ -213,19 +213,19 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 		int rc = rg->sc.save(&out, a->state);
 		if (out.big) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: its saved state is over %zu "
-				"bytes, the most a snapshot holds for one actor", cname, a->idx, gen,
+				"bytes, the most a snapshot holds for one actor", cname, ura__idx_no(a->idx), gen,
 				URA__SNAP_LEN_MAX);
 			return;
 		}
 		if (rc < 0) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: save callback failed: %s", cname,
-				a->idx, gen, ura_strerror(rc));
+				ura__idx_no(a->idx), gen, ura_strerror(rc));
 			return;
 		}
 	} else {
 		if (a->state && a->cls->state_size > URA__SNAP_LEN_MAX) {
 			problem(S, buf, rec, id, "actor %s <%u.%u>: its state is %zu bytes, over "
-				"the %zu a snapshot holds for one actor", cname, a->idx, gen,
+				"the %zu a snapshot holds for one actor", cname, ura__idx_no(a->idx), gen,
 				a->cls->state_size, URA__SNAP_LEN_MAX);
 			return;
 		}
@@ -258,7 +258,7 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 		if (pat) {
 			ura__timer_snap_unlock(sys, h);
 			problem(S, buf, rec, id, "actor %s <%u.%u>: a delayed send holds an opaque "
-				"pointer (value %u)", cname, a->idx, gen, pat - 1);
+				"pointer (value %u)", cname, ura__idx_no(a->idx), gen, pat - 1);
 			return;
 		}
 		ura__b_u64(rec, (uint64_t)h);
@@ -273,7 +273,7 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 	if (rec->n - 8 > URA__SNAP_LEN_MAX) {
 		problem(S, buf, rec, id, "actor %s <%u.%u>: its state, stash and delayed sends "
 			"are over %zu bytes, the most a snapshot holds for one actor", cname,
-			a->idx, gen, URA__SNAP_LEN_MAX);
+			ura__idx_no(a->idx), gen, URA__SNAP_LEN_MAX);
 		return;
 	}
 	ura__b_patch32(rec, 4, (uint32_t)(rec->n - 8));
@@ -310,7 +310,7 @@ static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_m
 		char name[URA_ATOM_MAX + 1];
 		problem(S, &w->rec->buf, rec, id, "message %s(...) to actor %s <%u.%u>: holds an "
 			"opaque pointer (value %u)", ura_atom_name(m->tag, name), a->cls->name,
-			a->idx, m->to_gen, at - 1);
+			ura__idx_no(a->idx), m->to_gen, at - 1);
 		return;
 	}
 	/* Serialized straight into the worker's chunk (one copy: ~1M of

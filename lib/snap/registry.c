@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/actor.h"
 #include "actor/group.h"
 #include "snap/snap_int.h"
 
@@ -17,8 +18,10 @@ URA_API int ura_snap_register(ura_system *sys, const ura_snap_class *sc)
 	    !sc->cls->initial || !sc->save != !sc->load ||
 	    (sc->nbehaviors && !sc->behaviors) || strlen(sc->cls->name) > UINT16_MAX)
 		return -EINVAL;
+	/* A restored actor is put straight into one of these: each must be
+	 * one spawn or become would accept. */
 	for (unsigned i = 0; i < sc->nbehaviors; i++)
-		if (!sc->behaviors[i])
+		if (!sc->behaviors[i] || ura__behavior_ok(sc->behaviors[i]) < 0)
 			return -EINVAL;
 	struct ura__snap *S = sys->snap;
 	pthread_mutex_lock(&S->lock);

@@ -49,7 +49,7 @@ static void scan(struct ura__snap *S, unsigned P)
 	/* acquire: pairs with the release of idx_hwm in core/slots.c. */
 	uint32_t hwm = atomic_load_explicit(&sys->idx_hwm, memory_order_acquire);
 	for (uint32_t idx = 1; idx < hwm; idx++) {
-		struct ura__actor *a = ura__slot_get(sys, idx);
+		struct ura__actor *a = ura__slot_at(sys, idx);
 		if (!a)
 			continue;
 		/* acquire: pairs with the release of gen in spawn. */

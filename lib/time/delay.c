@@ -63,7 +63,7 @@ URA_API ura_timer ura_send_afterv_ctx(ura_ctx *cx, ura_ref to, uint64_t delay_ns
 				      ura_atom tag, const ura_value *vals,
 				      unsigned n)
 {
-	if (!cx)
+	if (ura__ctx_bad(cx))
 		return -EINVAL;
 	return send_after(cx->sys, cx->w, cx->a, ura__self_ref(cx->a), to, delay_ns, tag,
 			  vals, n);

@@ -40,9 +40,10 @@ enum { URA__T_FREE = 0, URA__T_ARMED = 1, URA__T_BUSY = 2, URA__T_SNAP = 3 };
 
 #define URA__TCHUNK_SHIFT 12
 #define URA__TCHUNK (1u << URA__TCHUNK_SHIFT)
-/* 4 Mi pending timers per worker: an arm beyond that returns -ENOMEM
- * (ura.h, ura_send_after). */
+/* URA_MAX_TIMERS (4 Mi) pending timers per worker: an arm beyond that
+ * returns -ENOMEM (ura.h, ura_send_after). */
 #define URA__TCHUNKS 1024u
+_Static_assert(URA__TCHUNKS * URA__TCHUNK == URA_MAX_TIMERS, "ura.h says what the cap is");
 #define URA__T_EXT_BIT 0x80000000u
 
 struct ura__timers {
