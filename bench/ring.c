@@ -2,9 +2,10 @@
 /*
  * ring [N T H]: N actors in a ring, actor i on node i % nodes (so every
  * hop crosses nodes on a 2-node topology), T tokens started at actors
- * spread around it, each passed H hops. Prints hops/s. The scaling
- * issue's figure: the 32-token ring under URA_TOPOLOGY=2x1 against the
- * same on one node (tests/snap_ring uses the same shape).
+ * spread around it (token k at actor k*N/T + k%2, so that with an even
+ * spacing half the tokens still start on each node), each passed H hops.
+ * Prints hops/s. The scaling issue's figure: the 32-token ring under
+ * URA_TOPOLOGY=2x1 against the same on one node.
  */
 #include <stdatomic.h>
 
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 	ura_system_stats(sys, &s0);
 	double t0 = b_now();
 	for (int k = 0; k < t; k++)
-		B_CHECK(ura_send(sys, refs[(k * n) / t], A_TOK, (int64_t)h));
+		B_CHECK(ura_send(sys, refs[((k * n) / t + (k & 1)) % n], A_TOK, (int64_t)h));
 	B_CHECK(ura_system_await(sys));
 	double dt = b_now() - t0;
 	ura_stats s1;
@@ -67,11 +68,14 @@ int main(int argc, char **argv)
 		b_fail("not every token finished");
 	double hops = (double)t * (double)h;
 	printf("bench=ring system=ura workers=%u nodes=%d n=%d tokens=%d hops=%.0f "
-	       "sleeps=%llu wakeups=%llu flushes=%llu wall_s=%.3f rate=%.0f\n",
+	       "sleeps=%llu wakeups=%llu flushes=%llu turns=%llu steals=%llu steals_remote=%llu "
+	       "wall_s=%.3f rate=%.0f\n",
 	       s1.workers, nodes, n, t, hops,
 	       (unsigned long long)(s1.sleeps - s0.sleeps),
 	       (unsigned long long)(s1.wakeups - s0.wakeups),
-	       (unsigned long long)(s1.flushes - s0.flushes), dt, hops / dt);
+	       (unsigned long long)(s1.flushes - s0.flushes),
+	       (unsigned long long)(s1.turns - s0.turns), (unsigned long long)(s1.steals - s0.steals),
+	       (unsigned long long)(s1.steals_remote - s0.steals_remote), dt, hops / dt);
 	free(refs);
 	return ura_system_destroy(sys) < 0;
 }

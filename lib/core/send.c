@@ -8,9 +8,11 @@
 int ura__ctx_stale(const struct ura_ctx *cx)
 {
 	static _Atomic int said;
-	/* relaxed: a once-only flag, it orders nothing. */
+	(void)cx; /* its memory may be another turn's by now: not read */
+	/* relaxed: a once-only flag, it orders nothing. The default sink:
+	 * cx->sys is not to be trusted. */
 	if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
-		ura__log(&cx->sys->log, URA_LOG_ERROR,
+		ura__log(NULL, URA_LOG_ERROR,
 			 "a ura_ctx was used outside its handler (from another thread, or "
 			 "after the handler returned): the call fails with -EINVAL");
 	return 1;

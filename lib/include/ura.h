@@ -379,7 +379,9 @@ typedef struct ura_config {
 	 * of the run queue; 0: 64. URA_BATCH overrides it. */
 	unsigned batch;
 	/* Longest a sleeping worker waits without being woken, a backstop
-	 * against a lost wakeup; 0: 50 ms. */
+	 * against a kernel that loses wakeups; 0: none (the default: an idle
+	 * worker sleeps until woken, so an idle system makes no wakeups;
+	 * lib/runtime/worker.c says why no wakeup is lost). */
 	uint64_t idle_wait_ns;
 	/* How long an idle worker spins and tries to steal before sleeping;
 	 * 0: 50 us. */

@@ -41,10 +41,13 @@ int ura__epoll_wait(struct ura__poller *p, uint64_t timeout_ns)
 		.tv_nsec = (long)(timeout_ns % URA_SEC),
 	};
 	/* epoll_pwait2 (5.11) takes nanoseconds; plain epoll_wait rounds up
-	 * to milliseconds and is the fallback for older kernels. */
-	int n = epoll_pwait2(p->epfd, ev, 64, &ts, NULL);
+	 * to milliseconds and is the fallback for older kernels. UINT64_MAX:
+	 * no deadline (an idle worker with no timer). */
+	int forever = timeout_ns == UINT64_MAX;
+	int n = epoll_pwait2(p->epfd, ev, 64, forever ? NULL : &ts, NULL);
 	if (n < 0 && errno == ENOSYS)
-		n = epoll_wait(p->epfd, ev, 64, (int)((timeout_ns + URA_MSEC - 1) / URA_MSEC));
+		n = epoll_wait(p->epfd, ev, 64,
+			       forever ? -1 : (int)((timeout_ns + URA_MSEC - 1) / URA_MSEC));
 	if (n < 0 && errno != EINTR)
 		return -errno;
 	for (int i = 0; i < n; i++) {

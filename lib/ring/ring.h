@@ -104,8 +104,9 @@ struct ura__poller {
  * -errno; *fell_back tells whether io_uring was refused. */
 int ura__poller_init(struct ura__poller *p, int want_uring, int *fell_back,
 		     int *uring_err);
-/* Owner only: sleep until woken or timeout_ns passes. Returns 0 or -errno
- * (never -EINTR or -ETIME: those are normal returns). */
+/* Owner only: sleep until woken or timeout_ns passes (UINT64_MAX: until
+ * woken). Returns 0 or -errno (never -EINTR or -ETIME: those are normal
+ * returns). */
 int ura__poller_wait(struct ura__poller *p, uint64_t timeout_ns);
 /* Owner only: watch fd for readability; when it is readable, a wait sets
  * bit `bit` (< 16) of p->events and returns. The watch stays armed. */

@@ -154,8 +154,10 @@ int ura__uring_wait(struct ura__poller *p, uint64_t timeout_ns)
 		arm_wake_poll(p);
 	p->io_sq_pending = 0;
 	/* One enter: submits anything queued, then sleeps until a CQE or
-	 * the EXT_ARG deadline (5.11), with no timeout SQE to cancel. */
-	int ret = io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1, &ts, NULL);
+	 * the EXT_ARG deadline (5.11), with no timeout SQE to cancel; no
+	 * deadline at all for an idle worker with no timer (UINT64_MAX). */
+	int ret = io_uring_submit_and_wait_timeout(&p->ring, &cqe, 1,
+						   timeout_ns == UINT64_MAX ? NULL : &ts, NULL);
 	if (ret < 0 && ret != -ETIME && ret != -EINTR && ret != -EBUSY)
 		return ret;
 	ura__uring_reap(p);

@@ -62,7 +62,7 @@ static int params_get(struct params *p, const ura_config *cfg)
 		p->log.level = URA_LOG_ERROR + (int)u;
 	p->workers = cfg->workers;
 	p->batch = cfg->batch ? cfg->batch : 64;
-	p->idle_wait_ns = cfg->idle_wait_ns ? cfg->idle_wait_ns : 50 * URA_MSEC;
+	p->idle_wait_ns = cfg->idle_wait_ns ? cfg->idle_wait_ns : UINT64_MAX; /* no backstop */
 	p->spin_ns = cfg->spin_ns ? cfg->spin_ns : 50 * URA_USEC;
 	p->timer_slack_ns = cfg->timer_slack_ns ? cfg->timer_slack_ns : URA_TIMER_SLACK_DEFAULT;
 	p->steal_remote_ns = cfg->steal_remote_ns ? cfg->steal_remote_ns : 200 * URA_USEC;

@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,13 +88,19 @@ static inline void service_sources(struct ura__worker *w)
  * serviced here at once (I/O: an idle worker polls its ring). */
 static inline int sources_ready(struct ura__worker *w, uint64_t *now)
 {
+/* (What a service made runnable is looked for whatever it returned: a
+ * multishot accept's completion leaves nothing in flight less, so the
+ * epoll backend counts it as no completion, yet it schedules its actor
+ * here.) */
 #define X(s, sends)                                                        \
 	if (ura__##s##_pending(w)) {                                       \
 		if (sends) {                                               \
 			if (ura__##s##_due(w, now))                        \
 				return 1;                                  \
-		} else if (ura__##s##_service(w, now, 1) && ura__has_local(w)) { \
-			return 1;                                          \
+		} else {                                                   \
+			ura__##s##_service(w, now, 1);                     \
+			if (ura__has_local(w))                             \
+				return 1;                                  \
 		}                                                          \
 	}
 	SOURCES(X)
@@ -119,6 +126,43 @@ static inline uint64_t sources_deadline(struct ura__worker *w)
 	return d;
 }
 
+/*
+ * Sleeping without a backstop. An idle worker with no timer sleeps until
+ * woken, so an idle system makes no wakeups at all; nothing but the
+ * protocol below keeps a wake from being lost, so here is why none is.
+ *
+ * Every way work reaches a worker is one of: a push to a run queue or a
+ * node's inject queue (core/sched.c), a batch on its node's inbox
+ * (core/outbox.c), an arm or cancel on its timer stacks (time/timers.c),
+ * a finished pool job or a cancel request for its I/O (io/), a signal
+ * request (worker 0, io/signals.c), or the shutdown flag. Each producer
+ * makes its work visible with a seq_cst atomic (push, CAS or store, or a
+ * release store followed by a seq_cst fence), and only then reads the
+ * target's `sleeping` flag (or the system's nsleeping / nspinning, which
+ * move with seq_cst RMWs on the same path) and wakes it if it sleeps.
+ * The sleeper below stores `sleeping` (seq_cst), bumps nsleeping
+ * (seq_cst), issues a seq_cst fence, and only then looks at every source
+ * (ura__sched_visible and each source's _visible, all seq_cst loads),
+ * and at its own queues: a service it ran itself may have scheduled an
+ * actor there (an I/O completion while it polled idle).
+ * In the single total order of those seq_cst operations, either the
+ * producer's publication comes before the sleeper's look (the look sees
+ * the work and the worker does not sleep), or the sleeper's store of
+ * `sleeping` comes before the producer's read of it (the producer wakes
+ * it). Never neither: that is Dekker's argument, once per source.
+ *
+ * A wake that lands before the sleeper enters the kernel is not lost
+ * either: it is an eventfd count or a MSG_RING completion already queued
+ * on the ring, and the wait returns at once. wake_pending makes it one
+ * wake per sleep; it is cleared only after `sleeping`, so a waker that
+ * finds it set knows a wake is still on its way. The one producer that
+ * skips the wake is core/sched.c's maybe_wake when another worker spins:
+ * that worker's own path to sleep passes the same fence and look, so it
+ * finds the work (see there). tests/idle checks that an idle system stays
+ * asleep, and the shutdown and stress tests that nothing hangs;
+ * ura_config.idle_wait_ns brings a backstop back for a kernel that
+ * loses wakes.
+ */
 static void worker_sleep(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
@@ -128,8 +172,7 @@ static void worker_sleep(struct ura__worker *w)
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in core/sched.c's maybe_wake
-	 * (and with the seq_cst pushes of every source): either a waker sees
-	 * our flag, or our look below sees its work, never neither. */
+	 * (and with the seq_cst pushes of every source): see above. */
 	ura__fence_seq_cst();
 	/* The earliest deadline bounds the sleep: one deadline in the kernel
 	 * for all timers, never a kernel timer per timer. */
@@ -139,8 +182,8 @@ static void worker_sleep(struct ura__worker *w)
 		uint64_t now = ura__now_ns();
 		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
 	}
-	if (wait && !ura__sched_visible(w) && !sources_visible(w) &&
-	    !atomic_load_explicit(&sys->shutdown, memory_order_relaxed)) {
+	if (wait && !ura__has_local(w) && !ura__sched_visible(w) && !sources_visible(w) &&
+	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
 		int rc = ura__poller_wait(&w->poller, wait);
@@ -221,6 +264,10 @@ static void *worker_main(void *arg)
 		sigaddset(&sigs, ura__signals_handled[i]);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* top -H and perf tell the workers apart: ura-w3/n1 (15 chars). */
+	char name[16];
+	snprintf(name, sizeof name, "ura-w%u/n%u", w->id, w->node);
+	pthread_setname_np(pthread_self(), name);
 	if (w->cpu >= 0) {
 		cpu_set_t set;
 		CPU_ZERO(&set);

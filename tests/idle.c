@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An idle system makes no wakeups: once every worker sleeps with nothing
+ * pending, none wakes again until there is work (the 50 ms backstop made
+ * each worker wake 20 times a second; issue 14). And work that arrives
+ * after a long sleep is still served: every kind of source wakes a
+ * sleeping worker (lib/runtime/worker.c says why none can be lost).
+ */
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#define A_HI URA_ATOM("hi")
+#define A_LATER URA_ATOM("later")
+static atomic_int g_hi, g_later;
+static void on_hi(ura_ctx *cx, const ura_msg *m) { (void)cx; (void)m; atomic_fetch_add(&g_hi, 1); }
+static void on_later(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_fetch_add(&g_later, 1);
+}
+URA_BEHAVIOR(hi_beh, URA_ON(A_HI, "", on_hi), URA_ON(A_LATER, "", on_later));
+static const ura_class hi_class = { .name = "hi", .initial = &hi_beh };
+
+static uint64_t sleeps(ura_system *sys)
+{
+	ura_stats st;
+	ura_system_stats(sys, &st);
+	return st.sleeps;
+}
+
+/* Every worker asleep (they spin for a while after the last work). */
+static void settle(void) { usleep(100 * 1000); }
+
+int main(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref r;
+	t_must(ura_spawn(sys, &hi_class, NULL, &r));
+	t_must(ura_send(sys, r, A_HI));
+	t_rc(ura_system_await(sys), 0, "await");
+	settle();
+	uint64_t s0 = sleeps(sys);
+	usleep(600 * 1000);
+	uint64_t s1 = sleeps(sys);
+	t_eq(s1 - s0, 0, "idle for 600 ms: no worker woke (%llu sleeps before)",
+	     (unsigned long long)s0);
+	/* Each source still wakes a sleeper: a send from outside, a delayed
+	 * send armed from outside, one armed by a handler. */
+	t_must(ura_send(sys, r, A_HI));
+	t_rc(await_guarded(sys), 0, "a send after a long sleep is served");
+	t_eq(atomic_load(&g_hi), 2, "both sends handled");
+	settle();
+	t_ok(ura_send_after(sys, r, 50 * URA_MSEC, A_LATER) > 0, "a delayed send from outside");
+	t_rc(await_guarded(sys), 0, "and it fires while the workers sleep");
+	t_eq(atomic_load(&g_later), 1, "it was handled");
+	settle();
+	s0 = sleeps(sys);
+	usleep(300 * 1000);
+	t_eq(sleeps(sys) - s0, 0, "idle again: no wakeups");
+	t_destroy(sys);
+	return t_done();
+}
