@@ -424,7 +424,8 @@ int serve_main(int argc, char **argv, const serve_spec *spec)
 	const char *name = spec->name;
 	long port = spec->port, workers = 0, max_conns = 0;
 	const char *addr = "0.0.0.0";
-	for (int i = 1; i < argc; i++) {
+	/* Every option takes a value, so the loop steps in pairs. */
+	for (int i = 1; i < argc; i += 2) {
 		const char *o = argv[i], *v = argv[i + 1]; /* argv[argc] is NULL */
 		int ok;
 		if (!strcmp(o, "--help") || !strcmp(o, "-h"))
@@ -443,7 +444,6 @@ int serve_main(int argc, char **argv, const serve_spec *spec)
 			ok = spec->option && spec->option(spec->ctx, o, v) == 0;
 		if (!ok)
 			usage(argv[0], spec, 2);
-		i++;
 	}
 	raise_nofile();
 

@@ -8,14 +8,6 @@
  */
 #include "tap.h"
 
-/* A TAP line with a TODO directive (tap.h has none). */
-static inline void t_todo(int ok, const char *what, const char *why)
-{
-	t_count++;
-	printf("%sok %d - %s # TODO %s\n", ok ? "" : "not ", t_count, what, why);
-	fflush(stdout);
-}
-
 /*
  * fuzz_guard, round trip. ura/guard.h: deserialize checks every byte and
  * reads what serialize wrote. The vt byte of a node without a type (a

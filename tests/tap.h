@@ -65,6 +65,14 @@ static inline void t_ok_(int ok, const char *file, int line, const char *fmt, ..
 		       b_ ? b_ : "(null)");                                  \
 } while (0)
 
+/* A known bug not fixed yet: reported, not failing the suite. */
+static inline void t_todo(int ok, const char *what, const char *why)
+{
+	t_count++;
+	printf("%sok %d - %s # TODO %s\n", ok ? "" : "not ", t_count, what, why);
+	fflush(stdout);
+}
+
 static inline void t_skip(const char *why)
 {
 	t_count++;
