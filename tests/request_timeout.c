@@ -18,31 +18,35 @@ static _Atomic int g_conts, g_timeouts, g_replies, g_bad_data;
 static _Atomic int g_rc = 1;
 static int g_token;
 
-/* The server answers at once, after `delay_ms`, or never (-1). */
-typedef struct { long delay_ms; } server;
+/* The server answers at once, after `delay_ms`, or never (-1). To
+ * answer later, or never, it takes the request as a promise (a handler
+ * that returns without answering and without a promise fails the
+ * request at once with URA_NOREPLY: tests/requests.c). */
+typedef struct { long delay_ms; ura_promise p; } server;
 
 static void on_ask(ura_ctx *cx, const ura_msg *m)
 {
 	server *s = ura_state(cx);
 	(void)m;
-	if (s->delay_ms == 0)
+	if (s->delay_ms == 0) {
 		ura_reply(cx, A_ANS, 42);
-	else if (s->delay_ms > 0)
-		/* Keep the request to answer later: reply from a later turn
-		 * is not possible, so the server answers by delayed send to
-		 * itself, then replies to the stashed sender. */
-		ura_send_after(cx, ura_self(cx), (uint64_t)s->delay_ms * URA_MSEC, A_LATE,
-			       ura_sender(cx));
+		return;
+	}
+	if (ura_promise_take(cx, &s->p) != 0)
+		printf("# ura_promise_take failed\n");
+	if (s->delay_ms > 0)
+		ura_send_after(cx, ura_self(cx), (uint64_t)s->delay_ms * URA_MSEC, A_LATE);
 }
 
 static void on_late(ura_ctx *cx, const ura_msg *m)
 {
-	/* Not a reply to the request (that needs the request's own message):
-	 * a plain message to the requester's behavior, which counts it. */
-	ura_send(cx, ura_arg_ref(m, 0), A_ANS, 7);
+	server *s = ura_state(cx);
+	(void)m;
+	/* Too late: the requester's deadline passed; the answer is dropped. */
+	ura_promise_reply(cx, &s->p, A_ANS, 42);
 }
 
-URA_BEHAVIOR(server_beh, URA_ON(A_ASK, "", on_ask), URA_ON(A_LATE, "r", on_late));
+URA_BEHAVIOR(server_beh, URA_ON(A_ASK, "", on_ask), URA_ON(A_LATE, "", on_late));
 static const ura_class server_class = { .name = "server", .state_size = sizeof(server), .initial = &server_beh };
 
 static void cont(ura_ctx *cx, const ura_msg *m)

@@ -11,13 +11,19 @@
 
 #include "core/core.h"
 
-/* A pending request's continuation (request/response). */
+/* A pending request's continuation (request/response): a pool block of
+ * offsetof(payload) + len bytes. */
 struct ura__pending {
 	struct ura__pending *next;
 	ura_handler *cont;
 	void *data;
 	int64_t timer;  /* the reply's deadline (ura_timer), 0 if none */
 	uint32_t id;
+	uint16_t len;   /* payload bytes (ura_request_opts.payload) */
+	uint8_t chained; /* cont answers `chain` (ura_request_opts.chain) */
+	uint8_t pad_;
+	ura_promise chain;
+	_Alignas(16) unsigned char payload[];
 };
 
 /* Does case c take message m: tag, signature, guard? Inline: dispatch
@@ -78,5 +84,18 @@ int ura__behavior_ok(const ura_behavior *b);
 int ura__request_done(ura_ctx *cx, struct ura_msg *m);
 /* The actor stops: its pending requests are dropped, deadlines cancelled. */
 void ura__requests_drop(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+/* After a handler ran for the current request (cx->req_open) without
+ * answering it: answers it with URA_ERROR (noreply, unmatched when no
+ * case matched, or the exit reason when the handler stops the actor),
+ * unless m was stashed. m: the request message; NULL for a chained
+ * promise's continuation. */
+void ura__request_settle(ura_ctx *cx, struct ura_msg *m, int matched);
+
+/* registry.c: the system's name registry (system new and destroy). */
+int ura__names_init(ura_system *sys);
+void ura__names_fini(ura_system *sys);
+/* Every live name (snapshots): fn per name, with the registry locked. */
+void ura__names_each(ura_system *sys, void (*fn)(void *ud, ura_atom name, ura_ref who),
+		     void *ud);
 
 #endif

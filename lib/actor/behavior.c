@@ -173,12 +173,6 @@ URA_API int ura_become(ura_ctx *cx, const ura_behavior *b)
 	return ura_become_with(cx, b, none);
 }
 
-URA_API void ura_stop(ura_ctx *cx)
-{
-	if (!ura__ctx_bad(cx))
-		cx->a->stopping = 1;
-}
-
 
 /* ---- loops: URA_BEHAVIOR_UNTIL (ura/guard.h) ----------------------------- */
 

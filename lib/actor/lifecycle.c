@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actor/actor.h"
 #include "actor/group.h"
+#include "actor/signal.h"
 #include "core/post.h"
 #include "io/io.h"
 #include "time/delay.h"
@@ -30,13 +30,17 @@ static void release(ura_system *sys, struct ura__worker *w, struct ura__actor *a
 
 /* ---- stop ----------------------------------------------------------- */
 
-static void free_stash(struct ura__worker *w, struct ura__actor *a, uint64_t *lost)
+/* The stash goes with the actor; a stashed request is answered with the
+ * exit reason (actor/request.c). */
+static void free_stash(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+		       uint64_t *lost, ura_atom reason, ura_value value)
 {
 	struct ura__actor_x *x = a->x;
 	if (!x)
 		return;
 	for (struct ura_msg *m = x->stash, *n; m; m = n) {
 		n = atomic_load_explicit(&m->next, memory_order_relaxed);
+		ura__request_orphan(sys, w, a, m, reason, value);
 		ura__msg_free(ura__pool_of(w), m);
 		++*lost;
 	}
@@ -49,6 +53,9 @@ void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int
 	if (call_destroy && a->cls->destroy)
 		a->cls->destroy(a->state);
 	free_state(a);
+	/* The exit reason into the slot (the state is gone), for signals
+	 * that arrive late (actor/signal.c). */
+	ura__sig_bury(w, a);
 	ura__actor_x_free(a);
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
@@ -71,6 +78,22 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	 * buffers: cancel, and bury it when the last one completed (see
 	 * URA__A_ZOMBIE and ura__actor_turn). */
 	int zombie = call_destroy && w && a->x && a->x->io && a->x->io->n;
+	ura_ref self = ura__self_ref(a);
+	ura_atom reason;
+	ura_value value;
+	ura__sig_reason(a, &reason, &value);
+	if (!call_destroy) { /* a spawn that failed: it never was */
+		reason = URA_NOPROC;
+		memset(&value, 0, sizeof value);
+		if (a->x && a->x->sig)
+			(void)ura__sig_set_reason(w, a, URA_NOPROC, value);
+	}
+	/* This turn's cross-node batches go before the generation moves on:
+	 * whoever sees the new generation knows every message of ours is in
+	 * its receiver's mailbox or node inbox already (the order of late
+	 * signals, actor/signal.c 5.). */
+	if (w && w->outbox_dirty)
+		ura__outbox_flush_all(w);
 	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
 	a->stopping = 0;
 	/* release: a sender that sees the new generation refuses to send;
@@ -81,8 +104,10 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 		a->x->rt = 0;
 	}
 	ura__timers_cancel_owned(sys, w, a);
-	free_stash(w, a, &lost);
+	free_stash(sys, w, a, &lost, reason, value);
 	ura__requests_drop(sys, w, a);
+	/* Watchers, links, monitors held, open promises (actor/signal.c). */
+	ura__sig_stop(sys, w, a, self, reason, value);
 	/* Stashed messages that never matched are counted with the unmatched
 	 * ones: they were handled, by being dropped now. */
 	if (w)
@@ -107,7 +132,13 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	if (!a)
 		return NULL;
 	void *state = NULL;
-	ura__actor_x_free(a); /* a stopped incarnation freed it; a fresh slot has none */
+	/* A stopped incarnation freed its side record; a fresh slot has
+	 * none. Its tombstone goes now. */
+	ura__tomb_free(a);
+	if (a->x) {
+		ura__sig_free(w, a);
+		ura__actor_x_free(a);
+	}
 	a->inline_state = cls->state_size <= sizeof a->inl;
 	if (a->inline_state) {
 		memset(a->inl, 0, sizeof a->inl);
@@ -157,8 +188,63 @@ static void phase_of_child(ura_system *sys, struct ura__worker *w, struct ura__a
 		sys->hooks.capture(w, a);
 }
 
-static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
-		 const void *arg, const ura_spawn_opts *opts, ura_ref *out)
+/* spawn_link and spawn_monitor: the parent's (its token is held: it is
+ * the actor running the handler or init that spawns) and the child's
+ * (incarnated, not released) entries are made here, before the child can
+ * run, so no signal is needed and no exit can slip in between. */
+static int spawn_watch(struct ura__worker *w, struct ura__actor *parent, struct ura__actor *a,
+		       ura_ref ref, const ura_spawn_opts *opts, uint64_t *mon)
+{
+	ura_ref pref = ura__self_ref(parent);
+	struct ura__sig *ps = ura__sig_of(w, parent), *cs = ura__sig_of(w, a);
+	if (!ps || !cs)
+		return -ENOMEM;
+	if (opts->link) {
+		if (ura__sig_add(ps, URA__S_LINK, ref.id, 0, 0) < 0)
+			return -ENOMEM;
+		if (ura__sig_add(cs, URA__S_LINK, pref.id, 0, 0) < 0) {
+			ura__sig_del(ps, ura__sig_find(ps, URA__S_LINK, ref.id, 0));
+			return -ENOMEM;
+		}
+	}
+	if (opts->monitor) {
+		uint64_t id = ps->next_mon + 1;
+		if (ura__sig_add(ps, URA__S_MON, id, 0, ref.id) < 0)
+			return -ENOMEM;
+		if (ura__sig_add(cs, URA__S_WATCH, pref.id, id, 0) < 0) {
+			ura__sig_del(ps, ura__sig_find(ps, URA__S_MON, id, 0));
+			return -ENOMEM;
+		}
+		ps->next_mon = id;
+		*mon = id;
+	}
+	return 0;
+}
+
+/* Takes back what spawn_watch made, without a signal: the spawn failed. */
+static void spawn_unwatch(struct ura__actor *parent, struct ura__actor *a, ura_ref ref,
+			  const ura_spawn_opts *opts, uint64_t mon)
+{
+	ura_ref pref = ura__self_ref(parent);
+	struct ura__sig *ps = parent->x ? parent->x->sig : NULL;
+	struct ura__sig *cs = a->x ? a->x->sig : NULL;
+	struct ura__sent *e;
+	if (opts->link) {
+		if (ps && (e = ura__sig_find(ps, URA__S_LINK, ref.id, 0)))
+			ura__sig_del(ps, e);
+		if (cs && (e = ura__sig_find(cs, URA__S_LINK, pref.id, 0)))
+			ura__sig_del(cs, e);
+	}
+	if (mon) {
+		if (ps && (e = ura__sig_find(ps, URA__S_MON, mon, 0)))
+			ura__sig_del(ps, e);
+		if (cs && (e = ura__sig_find(cs, URA__S_WATCH, pref.id, mon)))
+			ura__sig_del(cs, e);
+	}
+}
+
+static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *parent,
+		 const ura_class *cls, const void *arg, const ura_spawn_opts *opts, ura_ref *out)
 {
 	if (!sys || !cls || !cls->initial || !cls->name)
 		return -EINVAL;
@@ -167,8 +253,11 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 	/* Placement: a named worker's node, a named node, else the
 	 * spawner's node (node 0 for threads that are not workers). */
 	unsigned node = w ? w->node : 0;
-	if (opts && !ura__zeroed(opts->reserved_, sizeof opts->reserved_))
+	if (opts && (!ura__zeroed(opts->reserved_, sizeof opts->reserved_) || opts->reserved0_))
 		return -EINVAL;
+	int watch = opts && (opts->link || opts->monitor);
+	if (watch && !parent)
+		return -EINVAL; /* spawn_link from outside: there is no one to link */
 	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_) ||
 	    cls->unmatched > URA_UNMATCHED_STASH || ura__behavior_ok(cls->initial) < 0)
 		return -EINVAL;
@@ -200,22 +289,46 @@ static int spawn(ura_system *sys, struct ura__worker *w, const ura_class *cls,
 		}
 	}
 
+	uint64_t mon = 0;
+	if (watch) {
+		int rc = spawn_watch(w, parent, a, ref, opts, &mon);
+		if (rc < 0) {
+			spawn_unwatch(parent, a, ref, opts, mon);
+			if (opts->group)
+				(void)ura_group_leave(opts->group, ref);
+			ura__die(sys, w, a, 0);
+			release(sys, w, a);
+			return rc;
+		}
+	}
+
 	if (cls->init) {
-		struct ura_ctx cx = { sys, w, a, NULL, NULL, w ? ura__ld(&w->st.turns) : 0 };
+		struct ura_ctx cx = { .sys = sys, .w = w, .a = a, .turn = w ? ura__ld(&w->st.turns) : 0 };
 		int rc = cls->init(&cx, state, arg);
 		if (rc < 0) {
 			/* init failed: it cleans up after itself, so no
 			 * destroy callback; the ref it may have leaked to
-			 * others is stale from here on. */
+			 * others is stale from here on. The spawner's link
+			 * and monitor go without a signal; links and monitors
+			 * init made itself see it stop (noproc). */
+			if (watch)
+				spawn_unwatch(parent, a, ref, opts, mon);
 			if (opts && opts->group)
 				(void)ura_group_leave(opts->group, ref);
 			ura__die(sys, w, a, 0);
 			release(sys, w, a);
 			return rc;
 		}
+		/* What init sent across nodes goes now: the child may run on
+		 * another worker before this turn ends, and its own messages
+		 * must not overtake these. */
+		if (w && w->outbox_dirty)
+			ura__outbox_flush_all(w);
 	} else if (arg && state) {
 		memcpy(state, arg, cls->state_size);
 	}
+	if (opts && opts->monitor)
+		*opts->monitor = (ura_mon)mon;
 	if (w)
 		ura__inc(&w->st.spawned);
 	else
@@ -240,7 +353,7 @@ URA_API int ura_spawn_ex_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
 {
 	if (ura__ctx_bad(cx))
 		return -EINVAL;
-	return spawn(cx->sys, cx->w, cls, arg, opts, out);
+	return spawn(cx->sys, cx->w, cx->a, cls, arg, opts, out);
 }
 
 URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
@@ -249,7 +362,7 @@ URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
 {
 	if (!sys)
 		return -EINVAL;
-	return spawn(sys, ura__thread_worker(sys), cls, arg, opts, out);
+	return spawn(sys, ura__thread_worker(sys), NULL, cls, arg, opts, out);
 }
 
 URA_API int ura_spawn_ctx(ura_ctx *cx, const ura_class *cls, const void *arg,
@@ -270,6 +383,7 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 {
 	uint64_t lost = 0;
 	struct ura_msg *m, *r;
+	ura__tomb_free(a);
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		if (r != (struct ura_msg *)&a->stub)
 			ura__arena_drop(&sys->arena, r, 1);
@@ -303,6 +417,17 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		for (struct ura__pending *p = x->pending, *n2; p; p = n2) {
 			n2 = p->next;
 			ura__arena_drop(&sys->arena, p, 0);
+		}
+		/* Links and monitors: the system goes as a whole, nobody is
+		 * left to tell. */
+		if (x->sig) {
+			struct ura__sig *s = x->sig;
+			x->sig = NULL;
+			if (s->tab != s->inl)
+				free(s->tab);
+			if (s->value.type == URA_T_STR || s->value.type == URA_T_BYTES)
+				free(s->value.u.ptr);
+			ura__arena_drop(&sys->arena, s, 0);
 		}
 		/* Pending timers themselves are freed (and counted) with the
 		 * workers' timer tables. */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actor/actor.h"
+#include "actor/signal.h"
 #include "core/post.h"
 #include "io/io.h"
 #include "time/timers.h"
@@ -68,19 +68,22 @@ static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ur
 {
 	if (r == (struct ura_msg *)&a->stub)
 		return;
-	if ((r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE &&
-	    ura__actor_stash_append(a, r) == 0)
-		return;
+	if (ura__unlikely(r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE) {
+		if (ura__actor_stash_append(a, r) == 0)
+			return;
+		/* No side record for the stash: a request is told so. */
+		ura__request_orphan(w->sys, w, a, r, URA_NOMEM, (ura_value){ 0 });
+	}
 	ura__msg_free(&w->pool, r);
 }
 
-/* Returns true when a handler ran (which re-arms the receive timeout). */
-static int deliver(struct ura_ctx *cx, struct ura_msg *m)
+/* The kinds other than plain messages: the runtime's own, rare next to
+ * plain sends, kept off deliver's path. */
+static __attribute__((noinline)) int deliver_kind(struct ura_ctx *cx, struct ura_msg *m)
 {
 	struct ura__actor *a = cx->a;
-	cx->m = m;
-	cx->req_data = NULL;
-	if (ura__unlikely(m->kind == URA__MK_TIMEOUT)) {
+	switch (m->kind) {
+	case URA__MK_TIMEOUT:
 		/* Only the latest arming counts: an older one raced a match
 		 * or a become and lost. */
 		if (!a->x || m->req != a->x->rt_seq || !a->x->rt || !a->beh->on_timeout)
@@ -88,22 +91,48 @@ static int deliver(struct ura_ctx *cx, struct ura_msg *m)
 		a->x->rt = 0;
 		a->beh->on_timeout(cx, m);
 		return 1;
-	}
-	if (ura__unlikely(m->kind == URA__MK_IO))
+	case URA__MK_IO:
 		ura__io_untrack(a, m); /* then matched like any message */
-	else if (ura__unlikely(m->kind == URA__MK_RESPONSE || m->kind == URA__MK_REQ_TIMEOUT)) {
-		/* Whichever comes first, the reply or its deadline, runs the
+		return dispatch(cx, m);
+	case URA__MK_REQUEST: {
+		/* The current request, until answered (actor/request.c). */
+		cx->req_from = m->from;
+		cx->req_id = m->req;
+		cx->req_open = 1;
+		cx->req_promised = 0;
+		int matched = dispatch(cx, m);
+		ura__request_settle(cx, m, matched);
+		cx->req_open = 0;
+		return matched;
+	}
+	case URA__MK_RESPONSE:
+	case URA__MK_ERROR:
+	case URA__MK_REQ_TIMEOUT:
+		/* Whichever comes first, the answer or its deadline, runs the
 		 * continuation; the other finds no pending request. */
 		if (ura__request_done(cx, m))
 			return 1;
 		if (m->kind == URA__MK_REQ_TIMEOUT)
-			return 0; /* the reply won; its deadline lost the race */
+			return 0; /* the answer won; its deadline lost the race */
 		ura__inc(&cx->w->st.unmatched);
 		if (cx->sys->trace_unmatched)
-			trace_unmatched(cx, m, "reply to no pending request dropped");
+			trace_unmatched(cx, m, "answer to no pending request dropped");
 		return 0;
+	default:
+		/* Links, monitors, exit signals (actor/signal.c): acted on
+		 * there, or a DOWN or trapped EXIT for the behavior. */
+		return ura__sig_recv(cx, m) ? dispatch(cx, m) : 0;
 	}
-	return dispatch(cx, m);
+}
+
+/* Returns true when a handler ran (which re-arms the receive timeout). */
+static inline int deliver(struct ura_ctx *cx, struct ura_msg *m)
+{
+	cx->m = m;
+	cx->req_data = NULL;
+	if (ura__likely(m->kind == URA__MK_PLAIN))
+		return dispatch(cx, m);
+	return deliver_kind(cx, m);
 }
 
 /* After a become: offer the stash to the new behavior, oldest first. */
@@ -118,6 +147,10 @@ static void redeliver_stash(struct ura_ctx *cx)
 			struct ura_msg *m = list;
 			list = atomic_load_explicit(&m->next, memory_order_relaxed);
 			if (a->stopping) {
+				ura_atom reason;
+				ura_value value;
+				ura__sig_reason(a, &reason, &value);
+				ura__request_orphan(cx->sys, cx->w, a, m, reason, value);
 				ura__inc(&cx->w->st.unmatched);
 				ura__msg_free(&cx->w->pool, m);
 				continue;
@@ -146,7 +179,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 {
 	ura_system *sys = w->sys;
-	struct ura_ctx cx = { sys, w, a, NULL, NULL, 0 };
+	struct ura_ctx cx = { .sys = sys, .w = w, .a = a };
 	struct ura_msg *m, *r;
 	unsigned n = 0;
 
@@ -185,6 +218,10 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 			if (a->state_kind == URA__A_ZOMBIE && m->kind == URA__MK_IO &&
 			    m->to_gen + 1 == ura__own_gen(a) && ura__io_untrack(a, m) == 0)
 				ura__bury(sys, w, a, 1);
+			else if (m->kind != URA__MK_PLAIN)
+				/* A request, monitor or link that came too
+				 * late: answered with the exit reason. */
+				ura__sig_dead_letter(w, a, m);
 			ura__inc(&w->st.dead_letters);
 			if (++n >= sys->batch)
 				break;

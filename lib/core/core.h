@@ -25,6 +25,7 @@ struct ura__io;          /* io/io.h: a worker's operations */
 struct ura__pool_threads; /* io/pool.h: a node's offload threads */
 struct ura__sigs;        /* io/signals.h: signal subscriptions */
 struct ura__groups;      /* actor/group.h: the system's groups */
+struct ura__names;       /* actor/registry.c: the name registry */
 struct ura__snap;        /* snap/snap.h: snapshots */
 struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
 
@@ -193,6 +194,7 @@ struct ura_system {
 	struct ura__pool_threads *pools; /* nnodes */
 	struct ura__sigs *sigs;
 	struct ura__groups *groups;
+	struct ura__names *names;
 	struct ura__snap *snap;
 };
 
@@ -204,6 +206,18 @@ struct ura_ctx {
 	struct ura_msg *m;       /* NULL in init */
 	void *req_data;
 	uint64_t turn;           /* w's st.turns when made (debug check) */
+	/* actor/request.c: the request this handler answers, if any (a
+	 * request message, or a continuation's chained promise): who asked
+	 * and its id; req_open until it is replied to, failed, forwarded or
+	 * taken as a promise; req_promised when it is one of the actor's
+	 * open promises already (a chained one). */
+	ura_ref req_from;
+	uint32_t req_id;
+	uint8_t req_open;
+	uint8_t req_promised;
+	/* actor/request.c: a continuation's payload (ura_request_payload). */
+	uint32_t req_payload_len;
+	void *req_payload;
 };
 
 /* The worker running on this thread, if any (for -EDEADLK checks). */

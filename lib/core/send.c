@@ -8,11 +8,14 @@
 int ura__ctx_stale(const struct ura_ctx *cx)
 {
 	static _Atomic int said;
-	(void)cx; /* its memory may be another turn's by now: not read */
-	/* relaxed: a once-only flag, it orders nothing. The default sink:
-	 * cx->sys is not to be trusted. */
+	(void)cx;
+	/* A kept ctx points into a stack frame that is gone: nothing of it
+	 * is read, not even its system. The log is this thread's worker's
+	 * system's, or the default one off the workers. relaxed: a
+	 * once-only flag, it orders nothing. */
+	struct ura__worker *w = ura__current_worker;
 	if (!atomic_exchange_explicit(&said, 1, memory_order_relaxed))
-		ura__log(NULL, URA_LOG_ERROR,
+		ura__log(w ? &w->sys->log : NULL, URA_LOG_ERROR,
 			 "a ura_ctx was used outside its handler (from another thread, or "
 			 "after the handler returned): the call fails with -EINVAL");
 	return 1;

@@ -20,6 +20,7 @@
 #include "core/mailbox.h"
 
 struct ura__pending;  /* actor/: a request awaiting its reply */
+struct ura__sig;      /* actor/signal.h: links, monitors, promises, exit reason */
 
 enum {
 	URA__A_FREE = 0, /* no incarnation (never spawned, or stopped) */
@@ -44,6 +45,7 @@ struct ura__actor {
 	uint8_t became;          /* become in this turn: re-deliver stash (actor/) */
 	uint8_t inline_state : 1;  /* state lives in `inl` (actor/) */
 	uint8_t snap_ph : 1;       /* phase parity it was captured in (core/phase.h) */
+	uint8_t tomb : 1;          /* stopped: `inl` holds its exit reason (actor/signal.h) */
 	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
 	/* The node it lives on (placement). Written at spawn by the token
 	 * holder, read by senders that do not hold the token (routing):
@@ -77,6 +79,9 @@ struct ura__actor_x {
 	uint32_t rt_seq;                    /* actor/: receive-timeout generation */
 	struct ura__ids *timers;            /* time/: delayed sends it armed */
 	struct ura__ids *io;                /* io/: operations in flight */
+	struct ura__sig *sig;               /* actor/: links, monitors, promises, its
+	                                       exit reason; freed by actor/ before
+	                                       the record (ura__sig_free) */
 };
 
 _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");

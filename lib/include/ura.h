@@ -47,9 +47,9 @@ extern "C" {
 
 /* The version of this header; ura_version() is the library's. */
 #define URA_VERSION_MAJOR 0
-#define URA_VERSION_MINOR 2
+#define URA_VERSION_MINOR 3
 #define URA_VERSION_PATCH 0
-#define URA_VERSION_STRING "0.2.0"
+#define URA_VERSION_STRING "0.3.0"
 /* major << 16 | minor << 8 | patch, for comparisons. */
 #define URA_VERSION_NUMBER ((URA_VERSION_MAJOR << 16) | (URA_VERSION_MINOR << 8) | \
 			    URA_VERSION_PATCH)
@@ -241,6 +241,51 @@ URA_API void *ura_arg_ptr(const ura_msg *m, unsigned i);
 /* Writes a one-line rendering such as `take(<3.1>, 42, "x")` into buf
  * (truncated to n) and returns the length it wanted, like snprintf. */
 URA_API int ura_msg_format(const ura_msg *m, char *buf, size_t n);
+
+/* ------------------------------------------------------------------------ */
+/* Exit reasons: why an actor stopped, as an atom plus an optional value
+ * (any type but URA_T_PTR: the reason outlives the actor). They reach
+ * other actors in DOWN and EXIT messages (links and monitors, below) and
+ * in the URA_ERROR of a request that could not be answered. */
+#define URA_NORMAL URA_ATOM("normal")       /* ura_stop, ura_exit(normal) */
+#define URA_SHUTDOWN URA_ATOM("shutdown")   /* asked to stop (supervisors) */
+#define URA_KILL URA_ATOM("kill")           /* ura_kill's unconditional stop */
+#define URA_KILLED URA_ATOM("killed")       /* the reason of an actor killed so */
+#define URA_NOPROC URA_ATOM("noproc")       /* there was no such actor */
+#define URA_NOREPLY URA_ATOM("noreply")     /* a request nobody can answer */
+#define URA_UNMATCHED URA_ATOM("unmatched") /* a request no case took */
+#define URA_NOMEM URA_ATOM("nomem")         /* the runtime ran out of memory */
+
+/* Tags of the runtime's messages about other actors:
+ *   URA_DOWN(i64 monitor, ref who, atom reason[, value])   a monitor fired
+ *   URA_EXIT(ref who, atom reason[, value])   an exit signal, trapped
+ *   URA_ERROR(atom reason[, value])   a request failed (continuations)
+ * The value is there only when the exit gave one, so match them with
+ * URA_ON_ANY(URA_DOWN, fn) and read them with the accessors below (or
+ * with URA_ON(URA_DOWN, "ira", fn) where no exit carries a value). */
+#define URA_DOWN URA_ATOM("_down")
+#define URA_EXIT URA_ATOM("_exit")
+#define URA_ERROR URA_ATOM("_error")
+
+/* No value, for the value of an exit reason. */
+#ifdef __cplusplus
+#define URA_NOVALUE (ura_value{})
+#else
+#define URA_NOVALUE ((ura_value){ 0 })
+#endif
+
+/* Of a DOWN, EXIT or ERROR message: the reason (0 for any other message),
+ * its value (type 0 if none; strings and bytes live as long as the
+ * message), and the actor it is about (DOWN, EXIT; URA_NOREF for an EXIT
+ * sent by ura_kill from outside, and for other messages). */
+URA_API ura_atom ura_exit_reason(const ura_msg *m);
+URA_API ura_value ura_exit_value(const ura_msg *m);
+URA_API ura_ref ura_exit_who(const ura_msg *m);
+
+/* A monitor's id (> 0), or -errno from ura_monitor. */
+typedef int64_t ura_mon;
+/* Of a DOWN message: the monitor that fired; 0 for other messages. */
+URA_API ura_mon ura_down_monitor(const ura_msg *m);
 
 /* ------------------------------------------------------------------------ */
 /* Behaviors
@@ -505,7 +550,8 @@ URA_API int ura_become(ura_ctx *cx, const ura_behavior *b);
 URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound);
 URA_API ura_value ura_bound(ura_ctx *cx);
 /* Stops the actor once the running handler returns: its destroy callback
- * runs, later messages become dead letters, its ref goes stale. */
+ * runs, later messages become dead letters, its ref goes stale. The exit
+ * reason is URA_NORMAL: ura_exit(cx, URA_NORMAL, URA_NOVALUE). */
 URA_API void ura_stop(ura_ctx *cx);
 
 /* ------------------------------------------------------------------------ */
@@ -544,7 +590,17 @@ typedef struct ura_spawn_opts {
 	 * idle worker, and goes home on its next wake. */
 	ura_node_pick node;
 	ura_worker_pick worker;
-	uint64_t reserved_[6]; /* zero */
+	/* Link the new actor to the spawning actor (Erlang's spawn_link),
+	 * and/or monitor it, writing the monitor's id to *monitor
+	 * (spawn_monitor): both are in place before spawn returns and
+	 * before the child handles anything, so no exit can slip between
+	 * the spawn and the link. Only from a ura_ctx (-EINVAL from a
+	 * ura_system*: there is no spawning actor). A spawn that fails
+	 * leaves neither behind (and sends no EXIT or DOWN). */
+	int link;
+	uint32_t reserved0_;   /* zero */
+	ura_mon *monitor;
+	uint64_t reserved_[4]; /* zero */
 } ura_spawn_opts;
 
 /* Where an actor lives: its node (0-based) and the worker that ran it
@@ -569,25 +625,221 @@ URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
-/* Sends to the sender of the current message (or, for a request, routes
- * the reply to the requester's continuation). -ESRCH if there is none. */
+/* ------------------------------------------------------------------------ */
+/* Requests that end. A request is a send whose answer goes to a
+ * continuation of the requester instead of its behavior:
+ *
+ *	ura_request(cx, store, on_value, NULL, A_GET, key);
+ *	static void on_value(ura_ctx *cx, const ura_msg *m)
+ *	{ if (ura_msg_tag(m) == URA_ERROR) ...; else use ura_arg_*(m, 0); }
+ *
+ * Every request that was sent (the call returned 0) ends exactly once:
+ * `cont` runs once, with
+ *  - the reply: the target's ura_reply() in the handler that got the
+ *    request, or later, from any handler of the target, through a promise
+ *    (ura_promise_take / ura_promise_reply), or from another actor the
+ *    request was forwarded to (ura_forward);
+ *  - URA_ERROR(atom reason[, value]): the request failed, and
+ *    ura_exit_reason(m) / ura_exit_value(m) say why: the target stopped
+ *    before answering (its exit reason: URA_NORMAL for ura_stop,
+ *    URA_KILLED, URA_SHUTDOWN, its own; URA_NOPROC when it was gone
+ *    before the request reached it and its slot was reused), the handler
+ *    returned without answering and without taking a promise
+ *    (URA_NOREPLY: nobody could answer it any more), no case took the
+ *    request (URA_UNMATCHED; a stashed request waits, it is not
+ *    unmatched), the target failed it (ura_reply_error), or the runtime
+ *    ran out of memory for it (URA_NOMEM);
+ *  - URA_TIMEOUT (no values), with a deadline, if neither came in time;
+ *    an answer arriving later is dropped;
+ * or never, when the requester stops first: its pending requests are
+ * cancelled (their deadlines too), and a late answer is a dead letter.
+ * A target that is already dead when the request is made fails the call
+ * itself at once with -ESRCH (and cont never runs, as for every failed
+ * call). Inside cont, ura_sender() is the actor that answered (for an
+ * error, the target).
+ */
+/* Sends to the sender of the current message. In a handler that got a
+ * request, or a continuation given a promise to answer (.chain below),
+ * it answers that request: once; a second answer is -EALREADY, and a
+ * requester that has stopped meanwhile -ESRCH (the request is over
+ * either way). -ESRCH with no sender (a message from outside, init). */
 URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 		       unsigned n);
-/* Request/response: sends like ura_sendv_ctx, and routes the reply (the
- * target's ura_reply) to `cont` on this actor, bypassing its behavior.
- * `cont` runs with the reply message; ura_request_data() there returns
- * `data`. If this call fails, cont is never called. */
+/* Answers the current request with URA_ERROR(reason[, value]): its
+ * continuation sees ura_exit_reason(m) == reason. Value: any type but
+ * URA_T_PTR (URA_NOVALUE for none). -ENOENT when there is no open
+ * request (not a request, or already answered), -EINVAL for a bad reason
+ * or value. */
+URA_API int ura_reply_error(ura_ctx *cx, ura_atom reason, ura_value value);
+/* Request/response: sends like ura_sendv_ctx, and routes the answer to
+ * `cont` on this actor, bypassing its behavior. ura_request_data() there
+ * returns `data`. If this call fails, cont is never called. Handler
+ * context. */
 URA_API int ura_requestv(ura_ctx *cx, ura_ref to, ura_handler *cont,
 			 void *data, ura_atom tag, const ura_value *vals,
 			 unsigned n);
+/* In a continuation: its request's `data`, and its payload (below). */
 URA_API void *ura_request_data(ura_ctx *cx);
-/* Same, with a deadline for the reply: if none came within timeout_ns,
- * `cont` runs once with a message tagged URA_TIMEOUT (no values) instead,
- * and a reply arriving later is dropped. 0: no deadline. -EINVAL over
- * URA_MAX_DELAY. */
+/* The continuation's copy of ura_request_opts.payload (len bytes, 16-byte
+ * aligned, writable), valid until the continuation returns; NULL (and
+ * *len 0) without one. len may be NULL. */
+URA_API void *ura_request_payload(ura_ctx *cx, size_t *len);
+/* Same as ura_requestv, with a deadline for the answer: if none came
+ * within timeout_ns, `cont` runs once with a message tagged URA_TIMEOUT
+ * (no values) instead, and an answer arriving later is dropped. 0: no
+ * deadline. -EINVAL over URA_MAX_DELAY. */
 URA_API int ura_requestv_for(ura_ctx *cx, ura_ref to, uint64_t timeout_ns,
 			     ura_handler *cont, void *data, ura_atom tag,
 			     const ura_value *vals, unsigned n);
+
+/* A request's answer, taken to give later (CAF's response_promise,
+ * Erlang's gen_server:reply/2): plain data, copyable, kept in the actor's
+ * state. Fields private; zeroed: none. */
+typedef struct ura_promise {
+	ura_ref to_;
+	uint64_t id_;
+} ura_promise;
+
+/* Most bytes of ura_request_opts.payload. */
+#define URA_REQUEST_PAYLOAD_MAX 256u
+
+/* Options of ura_requestv_ex; a zeroed struct is ura_requestv's defaults. */
+typedef struct ura_request_opts {
+	uint64_t timeout_ns;        /* as ura_requestv_for's; 0: none */
+	void *data;                 /* ura_request_data() in cont */
+	/* Copied with the request (payload_len bytes, at most
+	 * URA_REQUEST_PAYLOAD_MAX, else -EINVAL): what cont needs besides
+	 * the answer, without packing it into `data`. Read it in cont with
+	 * ura_request_payload(). */
+	const void *payload;
+	size_t payload_len;
+	/* A promise of this actor's that cont answers: inside cont, ura_reply
+	 * (and ura_reply_error, ura_forward, ura_promise_take) act on it as
+	 * on the current request, and a cont that returns without answering
+	 * it fails it with URA_NOREPLY. So a chain A -> B -> C answers A
+	 * from B's continuation of C's answer. The promise stays B's (its
+	 * stop fails it) until cont runs; *chain is copied. */
+	const ura_promise *chain;
+	uint64_t reserved_[4];      /* zero */
+} ura_request_opts;
+URA_API int ura_requestv_ex(ura_ctx *cx, ura_ref to, ura_handler *cont,
+			    const ura_request_opts *opts, ura_atom tag,
+			    const ura_value *vals, unsigned n);
+
+/* Takes the current request (of a handler that got one, or a
+ * continuation's chained promise) to answer it later, from any handler of
+ * this actor, with ura_promise_reply / ura_promise_fail /
+ * ura_promise_forward. The handler may then return without answering.
+ * The promise is the actor's until answered: if the actor stops first,
+ * the requester gets URA_ERROR with the actor's exit reason. 0;
+ * -ENOENT with no open request (not a request, or already answered or
+ * taken); -ENOMEM. */
+URA_API int ura_promise_take(ura_ctx *cx, ura_promise *out);
+/* Answer a promise this actor holds, and zero *p. -EINVAL for a zeroed
+ * promise; -ENOENT for one this actor does not hold (answered already, or
+ * another actor's: nothing is sent); -ESRCH when the requester has
+ * stopped (the promise is over); the errors of a send otherwise (then the
+ * promise is still held). Handler context. */
+URA_API int ura_promise_replyv(ura_ctx *cx, ura_promise *p, ura_atom tag,
+			       const ura_value *vals, unsigned n);
+URA_API int ura_promise_fail(ura_ctx *cx, ura_promise *p, ura_atom reason,
+			     ura_value value);
+/* Hands the request over to `to`, as a request of the original
+ * requester's (CAF's delegate): `to` sees it with ura_sender() == the
+ * requester, and its ura_reply (or promise, or stop) answers the
+ * requester directly. The promise (or the current request, for
+ * ura_forwardv) is no longer this actor's once this returns 0; on an
+ * error (-ESRCH: `to` is gone) it still is. */
+URA_API int ura_promise_forwardv(ura_ctx *cx, ura_promise *p, ura_ref to,
+				 ura_atom tag, const ura_value *vals, unsigned n);
+URA_API int ura_forwardv(ura_ctx *cx, ura_ref to, ura_atom tag,
+			 const ura_value *vals, unsigned n);
+
+/* ------------------------------------------------------------------------ */
+/* Links, monitors, exits (Erlang's, as its reference manual's "Processes"
+ * chapter has them; CAF's monitor / link_to, down_msg / exit_msg).
+ *
+ * Signals travel with messages: a DOWN or an EXIT from actor X arrives
+ * after every message X sent to the receiver before (per pair, as
+ * messages keep their order), and a link, unlink, monitor or demonitor
+ * takes effect at the other actor after the messages sent to it before.
+ * An actor that uses none of this pays nothing for it: no memory, no
+ * work on its sends or its stop.
+ *
+ * Monitors are one-way and many per pair, each with its own id: when the
+ * monitored actor stops, the watcher gets one URA_DOWN(mon, who, reason
+ * [, value]). Links are two-way, one per pair: when either side stops,
+ * the other gets an exit signal with the reason. An exit signal (from a
+ * link, or from ura_kill) arrives at an actor:
+ *  - reason URA_KILL from ura_kill: the actor stops, reason URA_KILLED,
+ *    whatever it traps;
+ *  - trapping exits (ura_trap_exit): as a message URA_EXIT(who, reason
+ *    [, value]);
+ *  - else reason URA_NORMAL: ignored (ura_kill(self, normal) excepted);
+ *  - else: the actor stops with the same reason (and value), and its own
+ *    links carry it on.
+ * The signal takes effect when the actor reaches it in its mailbox: after
+ * the messages that were queued before it.
+ *
+ * Actors that do not exist (stopped, never spawned, URA_NOREF, a ref of
+ * another system): monitoring or linking one is not an error: the DOWN,
+ * or the exit signal, comes at once with reason URA_NOPROC. A monitor or
+ * link that reaches its target only after the target stopped gets the
+ * target's exit reason (or URA_NOPROC, if its slot was reused meanwhile).
+ * Every call here: handler context (init included), unless it says
+ * otherwise.
+ */
+/* Monitors `who`: returns the monitor's id (> 0), or -EINVAL (ctx, or
+ * monitoring oneself), -ENOMEM, -ESHUTDOWN. */
+URA_API ura_mon ura_monitor(ura_ctx *cx, ura_ref who);
+/* Removes a monitor of this actor's. Once it returns 0, no DOWN of that
+ * monitor is handled: one already queued (or stashed) is dropped. 0; or
+ * -ENOENT for an id this actor does not hold (never made, removed, or its
+ * DOWN was handled already: nothing changes). */
+URA_API int ura_demonitor(ura_ctx *cx, ura_mon mon);
+/* Links this actor and `who`. 0 (also when already linked); -EINVAL for
+ * oneself; -ENOMEM; -ESHUTDOWN. */
+URA_API int ura_link(ura_ctx *cx, ura_ref who);
+/* Removes the link. Once it returns, no exit signal of that link affects
+ * this actor (an EXIT already queued, as a trapped message, may still be
+ * handled, as in Erlang). 0, or -ENOENT when there was no link. */
+URA_API int ura_unlink(ura_ctx *cx, ura_ref who);
+/* Exit signals as messages (on) or not (off, the default). Returns the
+ * previous setting (0 or 1), or -EINVAL, -ENOMEM. */
+URA_API int ura_trap_exit(ura_ctx *cx, int on);
+/* Stops this actor once the running handler returns, with this reason
+ * (a valid atom) and value (URA_NOVALUE for none; not URA_T_PTR; strings
+ * and bytes are copied). Of several ura_exit / ura_stop calls in one
+ * handler the last counts. -EINVAL, -ENOMEM (then nothing changes). */
+URA_API int ura_exit(ura_ctx *cx, ura_atom reason, ura_value value);
+/* Sends `to` an exit signal with this reason (see above; URA_KILL stops
+ * it unconditionally). x: a ura_ctx* (the signal is from the actor) or a
+ * ura_system* (from outside: who is URA_NOREF; any thread). 0, -ESRCH
+ * when `to` is gone, -EINVAL, -ENOMEM, -ESHUTDOWN. */
+URA_API int ura_kill_ctx(ura_ctx *cx, ura_ref to, ura_atom reason, ura_value value);
+URA_API int ura_kill_sys(ura_system *sys, ura_ref to, ura_atom reason, ura_value value);
+
+/* ------------------------------------------------------------------------ */
+/* Names: a registry of actors under atoms, per system. A name goes away
+ * by itself when its actor stops (a lookup no longer finds it at once,
+ * and registering the name again succeeds). Every call: any thread. */
+/* Registers `who` under `name`. 0; -EEXIST when the name is taken by a
+ * live actor (`who` itself included); -EBUSY when `who` has another
+ * name already (one name per actor); -ESRCH when `who` has stopped;
+ * -EINVAL (a bad atom, no system); -ENOMEM. */
+URA_API int ura_register(ura_system *sys, ura_atom name, ura_ref who);
+/* 0, or -ENOENT when no live actor has the name. */
+URA_API int ura_unregister(ura_system *sys, ura_atom name);
+/* The live actor registered under name, or URA_NOREF. */
+URA_API ura_ref ura_whereis(ura_system *sys, ura_atom name);
+/* The name of a live actor, or 0. */
+URA_API ura_atom ura_name_of(ura_system *sys, ura_ref who);
+/* Sends to the actor registered under name: as ura_send, or -ESRCH when
+ * no live actor has it. */
+URA_API int ura_send_namedv_ctx(ura_ctx *cx, ura_atom name, ura_atom tag,
+				const ura_value *vals, unsigned n);
+URA_API int ura_send_namedv_sys(ura_system *sys, ura_atom name, ura_atom tag,
+				const ura_value *vals, unsigned n);
 
 /* ------------------------------------------------------------------------ */
 /* Time: delayed sends and their cancellation.
@@ -1091,6 +1343,25 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 #define ura_send_group(x, g, ...) _Generic((x),                            \
 	ura_ctx *: ura_send_groupv_ctx, ura_system *: ura_send_groupv_sys)( \
 	(x), (g), URA__TV(__VA_ARGS__))
+/* ura_send_name(x, name, TAG, values...): to the actor registered so */
+#define ura_send_name(x, name, ...) _Generic((x),                          \
+	ura_ctx *: ura_send_namedv_ctx, ura_system *: ura_send_namedv_sys)( \
+	(x), (name), URA__TV(__VA_ARGS__))
+/* ura_kill(x, to, reason): an exit signal without a value */
+#define ura_kill(x, to, reason) _Generic((x),                              \
+	ura_ctx *: ura_kill_ctx, ura_system *: ura_kill_sys)(              \
+	(x), (to), (reason), URA_NOVALUE)
+/* ura_request_ex(cx, to, cont, opts, TAG, values...). A compound literal
+ * for opts goes through URA_REQUEST_OPTS(.payload = &p, ...), whose
+ * parentheses keep its commas from the macro. */
+#define ura_request_ex(cx, to, cont, opts, ...)                            \
+	ura_requestv_ex((cx), (to), (cont), (opts), URA__TV(__VA_ARGS__))
+#define URA_REQUEST_OPTS(...) (&(ura_request_opts){ __VA_ARGS__ })
+#define ura_forward(cx, to, ...) ura_forwardv((cx), (to), URA__TV(__VA_ARGS__))
+#define ura_promise_reply(cx, p, ...)                                      \
+	ura_promise_replyv((cx), (p), URA__TV(__VA_ARGS__))
+#define ura_promise_forward(cx, p, to, ...)                                \
+	ura_promise_forwardv((cx), (p), (to), URA__TV(__VA_ARGS__))
 
 #endif /* !__cplusplus */
 
@@ -1234,6 +1505,25 @@ template <class X, class... A> long group(X *x, ura_group *g, ura_atom t, A... a
 { vals<A...> vs(a...); return groupv(x, g, t, vs.p(), vs.n); }
 template <class T> int become_bound(ura_ctx *cx, const ura_behavior *b, T x)
 { return ura_become_with(cx, b, v(x)); }
+inline int kill(ura_ctx *x, ura_ref to, ura_atom r) { return ura_kill_ctx(x, to, r, ura_value{}); }
+inline int kill(ura_system *x, ura_ref to, ura_atom r) { return ura_kill_sys(x, to, r, ura_value{}); }
+inline int namedv(ura_ctx *x, ura_atom nm, ura_atom t, const ura_value *vs, unsigned n)
+{ return ura_send_namedv_ctx(x, nm, t, vs, n); }
+inline int namedv(ura_system *x, ura_atom nm, ura_atom t, const ura_value *vs, unsigned n)
+{ return ura_send_namedv_sys(x, nm, t, vs, n); }
+template <class X, class... A> int send_name(X *x, ura_atom nm, ura_atom t, A... a)
+{ vals<A...> vs(a...); return namedv(x, nm, t, vs.p(), vs.n); }
+template <class... A>
+int request_ex(ura_ctx *cx, ura_ref to, ura_handler *cont, const ura_request_opts *o,
+	       ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_requestv_ex(cx, to, cont, o, t, vs.p(), vs.n); }
+template <class... A> int forward(ura_ctx *cx, ura_ref to, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_forwardv(cx, to, t, vs.p(), vs.n); }
+template <class... A> int promise_reply(ura_ctx *cx, ura_promise *p, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_promise_replyv(cx, p, t, vs.p(), vs.n); }
+template <class... A>
+int promise_forward(ura_ctx *cx, ura_promise *p, ura_ref to, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_promise_forwardv(cx, p, to, t, vs.p(), vs.n); }
 
 } /* namespace ura_detail */
 
@@ -1288,6 +1578,14 @@ template <class T> int become_bound(ura_ctx *cx, const ura_behavior *b, T x)
 #define ura_send_after(x, to, delay, ...)                                  \
 	::ura_detail::after((x), (to), (delay), __VA_ARGS__)
 #define ura_send_group(x, g, ...) ::ura_detail::group((x), (g), __VA_ARGS__)
+#define ura_send_name(x, name, ...) ::ura_detail::send_name((x), (name), __VA_ARGS__)
+#define ura_kill(x, to, reason) ::ura_detail::kill((x), (to), (reason))
+#define ura_request_ex(cx, to, cont, opts, ...)                            \
+	::ura_detail::request_ex((cx), (to), (cont), (opts), __VA_ARGS__)
+#define ura_forward(cx, to, ...) ::ura_detail::forward((cx), (to), __VA_ARGS__)
+#define ura_promise_reply(cx, p, ...) ::ura_detail::promise_reply((cx), (p), __VA_ARGS__)
+#define ura_promise_forward(cx, p, to, ...)                                \
+	::ura_detail::promise_forward((cx), (p), (to), __VA_ARGS__)
 
 #endif /* __cplusplus */
 

@@ -16,7 +16,21 @@ enum {
 	URA__MK_TIMEOUT = 3,  /* receive timeout; req = the actor's rt_seq */
 	URA__MK_REQ_TIMEOUT = 4, /* a request's reply is late; req = its id */
 	URA__MK_IO = 5,       /* an I/O completion; `from` holds the op id */
+	/* Fault tolerance (actor/signal.c, actor/request.c). Signals travel
+	 * the post path like any message, so they keep the per-pair order. */
+	URA__MK_ERROR = 6,    /* a request failed: to the continuation; req = its id */
+	URA__MK_MONITOR = 7,  /* watcher -> target: (i64 monitor id) */
+	URA__MK_DEMONITOR = 8, /* watcher -> target: (i64 monitor id) */
+	URA__MK_LINK = 9,     /* no values */
+	URA__MK_UNLINK = 10,  /* (i64 unlink id) */
+	URA__MK_UNLINK_ACK = 11, /* (i64 unlink id) */
+	URA__MK_EXIT = 12,    /* an exit signal: URA_EXIT(ref from, atom reason[, v]);
+	                         req: URA__EXIT_LINK or URA__EXIT_KILL */
+	URA__MK_DOWN = 13,    /* URA_DOWN(i64 mon, ref who, atom reason[, v]) */
 };
+
+/* What sent an exit signal (ura_msg.req of URA__MK_EXIT). */
+enum { URA__EXIT_LINK = 1, URA__EXIT_KILL = 2 };
 
 enum {
 	URA__MF_STASH = 1, /* retire into the actor's stash, don't free */

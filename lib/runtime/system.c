@@ -198,6 +198,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	ura__arena_fini(&sys->arena);
 	ura__signals_fini(sys);
 	ura__groups_fini(sys);
+	ura__names_fini(sys);
 	ura__snap_fini(sys);
 	for (unsigned k = 0; sys->nodes && k < sys->nnodes; k++)
 		pthread_mutex_destroy(&sys->nodes[k].inject_lock);
@@ -282,7 +283,8 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		    (rc = ura__time_init(sys)) == 0 &&
 		    (rc = ura__io_init(sys)) == 0 &&
 		    (rc = ura__signals_init(sys)) == 0 &&
-		    (rc = ura__groups_init(sys)) == 0)
+		    (rc = ura__groups_init(sys)) == 0 &&
+		    (rc = ura__names_init(sys)) == 0)
 			rc = ura__snap_init(sys);
 	}
 	ura__topo_free(&topo);

@@ -1,0 +1,843 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Links, monitors and exit signals (Erlang's semantics; ura.h has the
+ * contract). Why no DOWN or EXIT is ever lost or delivered twice:
+ *
+ * 1. Everything is a message. A monitor, a demonitor, a link, an unlink,
+ *    an exit signal, a DOWN: each is a message of its own kind
+ *    (URA__MK_MONITOR ... URA__MK_DOWN, msg/msg.h), sent through the one
+ *    post path (core/post.h), counted for quiescence like any message, and
+ *    acted on only by the receiver, in its turn, holding its token. Each
+ *    actor's link and monitor tables (struct ura__sig, in its side record)
+ *    are therefore read and written by one thread at a time, and there is
+ *    no lock and no new atomic here at all: the orderings that make it
+ *    safe are the mailbox's (core/mailbox.h) and the generation's
+ *    (core/slot.h), which the post path already has. An actor that uses
+ *    none of this has no table and pays a NULL test at its stop.
+ *
+ * 2. The race between a signal and the death of its receiver has exactly
+ *    two outcomes, and each gives exactly one answer. A monitor message M
+ *    from W to T is either handled by T while alive (T records W in its
+ *    table; T's stop sends W one DOWN from that table, ura__sig_stop), or
+ *    not: then M is a dead letter, because T's generation moved on before
+ *    T reached it, and the dead-letter path (ura__sig_dead_letter) answers
+ *    it with one DOWN instead. A message is either handled by its
+ *    incarnation or counted a dead letter, never both (ura__actor_turn
+ *    compares its to_gen once, under the token), and a send that sees the
+ *    new generation fails at once (-ESRCH), so then the caller answers
+ *    itself (ura_monitor's noproc DOWN). The same holds for LINK (one exit
+ *    signal back), UNLINK (one acknowledgement) and REQUEST (one
+ *    URA_ERROR, request.c).
+ *
+ * 3. Demonitor. W deletes the monitor from its own table before it
+ *    returns; a DOWN is matched against that table when W takes it from
+ *    its mailbox (ura__sig_recv), so a DOWN that was already on its way is
+ *    dropped there, and a DOWN already taken but stashed is removed from
+ *    the stash by the demonitor itself. The DEMONITOR message only spares
+ *    T the entry (T may still send a DOWN, which W drops). Monitor ids
+ *    count up per watcher incarnation and are never reused, so an old DOWN
+ *    never matches a newer monitor.
+ *
+ * 4. Links are two-sided and both sides may link, unlink and die at once,
+ *    so they follow Erlang's link protocol with unlink ids: an entry is
+ *    active, or unlinking with the id of the UNLINK it sent. unlink():
+ *    active -> unlinking(u), send UNLINK(u). UNLINK(u) received: active
+ *    -> gone (unlinking stays), always answered with UNLINK_ACK(u).
+ *    UNLINK_ACK(u): unlinking(u) -> gone. link(): gone or unlinking ->
+ *    active, send LINK. LINK received: gone -> active (active and
+ *    unlinking stay). An exit signal from a link is acted on only if the
+ *    entry is active, and removes the entry in any state; a stop sends one
+ *    to every entry. A dead letter LINK is answered with an exit signal,
+ *    a dead letter UNLINK(u) with UNLINK_ACK(u). An exhaustive search of
+ *    every interleaving of link, unlink, stop and delivery for a pair (up
+ *    to five operations each side, with the stop cascading through a
+ *    non-trapping receiver) finds: both sides always agree once nothing
+ *    is in flight (both linked or both not), no side keeps a link to an
+ *    actor that stopped, and each side acts on at most one exit signal
+ *    per link it made. tests/stress_signals.c drives the real thing.
+ *
+ * 5. Order. A DOWN or EXIT must arrive after every message the dead
+ *    actor sent to its receiver. The stop's signals are sent from the
+ *    dying turn through the same route as its messages (the route
+ *    depends only on the two actors' home nodes, core/post.h), so they
+ *    queue behind them. Signals made later, about an actor already gone
+ *    (a dead letter's answer, ura_monitor's noproc), need care on a
+ *    NUMA system, where the dead actor's last messages may still sit in
+ *    a cross-node batch: ura__die flushes its worker's outboxes before it
+ *    moves the generation on, so whoever sees the new generation (every
+ *    later signal's sender does, with acquire) knows those batches are in
+ *    the receiver node's inbox already, and such a late signal goes
+ *    through an outbox and that inbox too (ura__sig_late_home): behind
+ *    them, since a node's inbox delivers batches in the order they were
+ *    pushed (core/outbox.c). A dead letter whose slot was not reused yet
+ *    routes from the dead actor's home, as its messages did.
+ *
+ * 6. Late signals learn the real reason. The stopped incarnation's exit
+ *    reason stays in its slot (a tombstone in the inline state area,
+ *    struct ura__tomb) until the slot is reused, so a request, monitor or
+ *    link that reaches it late is answered with that reason; after the
+ *    reuse, with URA_NOPROC.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actor/signal.h"
+#include "core/post.h"
+
+#define TAG_MONITOR URA_ATOM("_monitor")
+#define TAG_DEMONITOR URA_ATOM("_demonitor")
+#define TAG_LINK URA_ATOM("_link")
+#define TAG_UNLINK URA_ATOM("_unlink")
+#define TAG_UNLINKED URA_ATOM("_unlinked")
+
+/* ---- the table ------------------------------------------------------- */
+
+static inline uint32_t sent_hash(uint32_t type, uint64_t k1, uint64_t k2)
+{
+	uint64_t h = (k1 ^ (k2 * 0xc2b2ae3d27d4eb4full) ^ type) * 0x9e3779b97f4a7c15ull;
+	return (uint32_t)(h >> 32);
+}
+
+struct ura__sent *ura__sig_find(struct ura__sig *s, uint32_t type, uint64_t k1, uint64_t k2)
+{
+	uint32_t mask = s->cap - 1, h = sent_hash(type, k1, k2) & mask;
+	for (uint32_t i = 0; i < s->cap; i++, h = (h + 1) & mask) {
+		struct ura__sent *e = &s->tab[h];
+		if (e->type == URA__S_FREE)
+			return NULL;
+		if (e->type == type && e->k1 == k1 && e->k2 == k2)
+			return e;
+	}
+	return NULL;
+}
+
+static void put(struct ura__sent *tab, uint32_t cap, const struct ura__sent *e)
+{
+	uint32_t mask = cap - 1, h = sent_hash(e->type, e->k1, e->k2) & mask;
+	while (tab[h].type != URA__S_FREE)
+		h = (h + 1) & mask;
+	tab[h] = *e;
+}
+
+/* Rebuilds the table at `cap` slots (deleted entries go). */
+static int rehash(struct ura__sig *s, uint32_t cap)
+{
+	struct ura__sent tmp[URA__SIG_INLINE];
+	struct ura__sent *old = s->tab, *t;
+	uint32_t ocap = s->cap;
+	if (old == s->inl) { /* rebuilding from inl: copy it out first */
+		memcpy(tmp, s->inl, sizeof tmp);
+		old = tmp;
+	}
+	if (cap == URA__SIG_INLINE) {
+		t = s->inl;
+		memset(t, 0, sizeof s->inl);
+	} else {
+		t = ura__calloc(cap, sizeof *t);
+		if (!t)
+			return -ENOMEM; /* old is still whole: tmp is only a copy */
+	}
+	for (uint32_t i = 0; i < ocap; i++)
+		if (old[i].type != URA__S_FREE && old[i].type != URA__S_TOMB)
+			put(t, cap, &old[i]);
+	if (old != tmp)
+		free(old);
+	s->tab = t;
+	s->cap = cap;
+	s->used = s->n;
+	return 0;
+}
+
+int ura__sig_add(struct ura__sig *s, uint32_t type, uint64_t k1, uint64_t k2, uint64_t v)
+{
+	/* The inline table may fill up (a probe visits at most cap slots);
+	 * a heap table stays under 3/4. */
+	int full = s->cap == URA__SIG_INLINE ? s->used + 1 > s->cap
+					     : (s->used + 1) * 4 > s->cap * 3;
+	if (full) {
+		uint32_t cap = s->cap;
+		if ((s->n + 1) * 2 > cap)
+			cap *= 2;
+		else if (cap > URA__SIG_INLINE && (s->n + 1) * 8 < cap)
+			cap /= 2;
+		int rc = rehash(s, cap);
+		if (rc < 0)
+			return rc;
+	}
+	struct ura__sent e = { k1, k2, v, type, 0 };
+	uint32_t mask = s->cap - 1, h = sent_hash(type, k1, k2) & mask;
+	while (s->tab[h].type != URA__S_FREE && s->tab[h].type != URA__S_TOMB)
+		h = (h + 1) & mask;
+	if (s->tab[h].type == URA__S_FREE)
+		s->used++;
+	s->tab[h] = e;
+	s->n++;
+	return 0;
+}
+
+void ura__sig_del(struct ura__sig *s, struct ura__sent *e)
+{
+	e->type = URA__S_TOMB;
+	s->n--;
+	if (!s->n) { /* empty: start afresh, no tombstones */
+		if (s->tab != s->inl)
+			free(s->tab);
+		s->tab = s->inl;
+		s->cap = URA__SIG_INLINE;
+		memset(s->inl, 0, sizeof s->inl);
+		s->used = 0;
+	}
+}
+
+static void table_clear(struct ura__sig *s)
+{
+	if (s->tab != s->inl)
+		free(s->tab);
+	s->tab = s->inl;
+	s->cap = URA__SIG_INLINE;
+	s->n = s->used = 0;
+	memset(s->inl, 0, sizeof s->inl);
+}
+
+/* ---- the record -------------------------------------------------------- */
+
+struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
+{
+	struct ura__actor_x *x = ura__actor_x(a);
+	if (!x)
+		return NULL;
+	if (ura__likely(x->sig != NULL))
+		return x->sig;
+	struct ura__sig *s = ura__pool_get(ura__pool_of(w), sizeof *s);
+	if (!s)
+		return NULL;
+	memset(s, 0, sizeof *s);
+	s->tab = s->inl;
+	s->cap = URA__SIG_INLINE;
+	x->sig = s;
+	return s;
+}
+
+static void value_free(ura_value *v)
+{
+	if (v->type == URA_T_STR || v->type == URA_T_BYTES)
+		free(v->u.ptr);
+	memset(v, 0, sizeof *v);
+}
+
+/* A copy of v that owns its string or bytes; -ENOMEM. */
+static int value_copy(ura_value *out, ura_value v)
+{
+	*out = v;
+	if (v.type == URA_T_STR) {
+		const char *str = v.u.str ? v.u.str : "";
+		size_t len = strlen(str);
+		char *p = ura__malloc(len + 1);
+		if (!p)
+			return -ENOMEM;
+		memcpy(p, str, len + 1);
+		out->u.ptr = p;
+		out->len = (uint32_t)len;
+	} else if (v.type == URA_T_BYTES) {
+		void *p = ura__malloc(v.len ? v.len : 1);
+		if (!p)
+			return -ENOMEM;
+		if (v.len)
+			memcpy(p, v.u.bytes, v.len);
+		out->u.ptr = p;
+	} else {
+		out->len = 0;
+	}
+	return 0;
+}
+
+/* A reason's value: any type a message can carry but an opaque pointer. */
+static int value_ok(ura_value v)
+{
+	switch (v.type) {
+	case 0:
+	case URA_T_I64: case URA_T_F64: case URA_T_REF: case URA_T_STR:
+		return 1;
+	case URA_T_ATOM:
+		return !(v.u.atom >> 60);
+	case URA_T_BYTES:
+		return v.len <= URA_MSG_MAX && (!v.len || v.u.bytes);
+	default:
+		return 0;
+	}
+}
+
+void ura__sig_free(struct ura__worker *w, struct ura__actor *a)
+{
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (!s)
+		return;
+	if (s->tab != s->inl)
+		free(s->tab);
+	value_free(&s->value);
+	ura__pool_put(ura__pool_of(w), s, sizeof *s);
+	a->x->sig = NULL;
+}
+
+int ura__sig_set_reason(struct ura__worker *w, struct ura__actor *a, ura_atom reason,
+			ura_value value)
+{
+	struct ura__sig *s = ura__sig_of(w, a);
+	ura_value copy;
+	if (!s || value_copy(&copy, value) < 0)
+		return -ENOMEM;
+	value_free(&s->value);
+	s->reason = reason;
+	s->value = copy;
+	s->has_reason = 1;
+	return 0;
+}
+
+static void clear_reason(struct ura__actor *a)
+{
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (s && s->has_reason) {
+		value_free(&s->value);
+		s->has_reason = 0;
+		s->reason = 0;
+	}
+}
+
+void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_value *value)
+{
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (s && s->has_reason) {
+		*reason = s->reason;
+		*value = s->value;
+		return;
+	}
+	*reason = URA_NORMAL;
+	memset(value, 0, sizeof *value);
+}
+
+/* ---- sending --------------------------------------------------------- */
+
+int ura__sig_send(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref from,
+		  ura_ref to, ura_atom tag, const ura_value *vals, unsigned n, uint8_t kind,
+		  uint32_t req)
+{
+	int rc = ura__send_msg(sys, w, home, from, to, tag, vals, n, kind, req);
+	if (ura__unlikely(rc < 0 && rc != -ESRCH && rc != -ESHUTDOWN)) {
+		char name[URA_ATOM_MAX + 1];
+		ura__log(&sys->log, URA_LOG_ERROR, "signal %s to <%u.%u> lost: %s",
+			 ura_atom_name(tag, name), ura__idx_no(ura__ref_idx(to)),
+			 ura__ref_gen(to), ura_strerror(rc));
+	}
+	return rc;
+}
+
+unsigned ura__sig_late_home(ura_system *sys, struct ura__worker *w, ura_ref to, unsigned home)
+{
+	/* Any node but the receiver's makes ura__post batch the signal
+	 * through w's outbox for the receiver's node (the receiver's own
+	 * node included), so it reaches the node's inbox behind every batch
+	 * pushed there before: see 5. at the top. */
+	if (!w || !sys->numa_batch || sys->nnodes < 2)
+		return home;
+	struct ura__actor *t = ura__slot_get(sys, ura__ref_idx(to));
+	unsigned node = t ? ura__home(t) : 0;
+	return (node + 1) % sys->nnodes;
+}
+
+int ura__request_fail(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref from,
+		      ura_ref requester, uint32_t req, ura_atom reason, ura_value value)
+{
+	ura_value v[2];
+	unsigned n = ura__reason_vals(v, reason, value);
+	return ura__sig_send(sys, w, home, from, requester, URA_ERROR, v, n, URA__MK_ERROR, req);
+}
+
+void ura__request_orphan(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+			 struct ura_msg *m, ura_atom reason, ura_value value)
+{
+	if (m->kind != URA__MK_REQUEST)
+		return;
+	ura__request_fail(sys, w, ura__home(a), ura__ref_make(a->idx, m->to_gen), m->from, m->req,
+			  reason, value);
+}
+
+static int send_down(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref who,
+		     ura_ref watcher, uint64_t mon, ura_atom reason, ura_value value)
+{
+	ura_value v[4];
+	v[0] = ura_v_i64((int64_t)mon);
+	v[1] = ura_v_ref(who);
+	unsigned n = 2 + ura__reason_vals(v + 2, reason, value);
+	return ura__sig_send(sys, w, home, who, watcher, URA_DOWN, v, n, URA__MK_DOWN, 0);
+}
+
+static int send_exit(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref who,
+		     ura_ref to, uint32_t via, ura_atom reason, ura_value value)
+{
+	ura_value v[3];
+	v[0] = ura_v_ref(who);
+	unsigned n = 1 + ura__reason_vals(v + 1, reason, value);
+	return ura__sig_send(sys, w, home, who, to, URA_EXIT, v, n, URA__MK_EXIT, via);
+}
+
+static int send_id(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref from,
+		   ura_ref to, ura_atom tag, uint8_t kind, uint64_t id)
+{
+	ura_value v = ura_v_i64((int64_t)id);
+	return ura__sig_send(sys, w, home, from, to, tag, &v, 1, kind, 0);
+}
+
+/* ---- the stop ------------------------------------------------------------ */
+
+void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+		   ura_ref self, ura_atom reason, ura_value value)
+{
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (!s || !s->n)
+		return;
+	unsigned home = ura__home(a);
+	for (uint32_t i = 0; i < s->cap; i++) {
+		struct ura__sent *e = &s->tab[i];
+		switch (e->type) {
+		case URA__S_WATCH:
+			send_down(sys, w, home, self, (ura_ref){ e->k1 }, e->k2, reason, value);
+			break;
+		case URA__S_LINK:
+			/* Unlinking too: the partner may not have seen our
+			 * UNLINK yet, and drops this if it has (4. above). */
+			send_exit(sys, w, home, self, (ura_ref){ e->k1 }, URA__EXIT_LINK, reason,
+				  value);
+			break;
+		case URA__S_MON:
+			send_id(sys, w, home, self, (ura_ref){ e->v }, TAG_DEMONITOR,
+				URA__MK_DEMONITOR, e->k1);
+			break;
+		case URA__S_PROMISE:
+			ura__request_fail(sys, w, home, self, (ura_ref){ e->k1 }, (uint32_t)e->k2,
+					  reason, value);
+			break;
+		default:
+			break;
+		}
+	}
+	table_clear(s);
+}
+
+static struct ura__tomb *tomb_of(struct ura__actor *a)
+{
+	return (struct ura__tomb *)(void *)a->inl;
+}
+
+void ura__tomb_free(struct ura__actor *a)
+{
+	if (!a->tomb)
+		return;
+	value_free(&tomb_of(a)->value);
+	a->tomb = 0;
+}
+
+void ura__sig_bury(struct ura__worker *w, struct ura__actor *a)
+{
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (!s)
+		return;
+	ura__tomb_free(a);
+	if (s->has_reason && (s->reason != URA_NORMAL || s->value.type)) {
+		/* The state is gone (ura__bury freed it first): `inl` is free
+		 * until the slot's next incarnation. The value's copy moves
+		 * into the tombstone. */
+		struct ura__tomb *t = tomb_of(a);
+		t->gen = ura__own_gen(a) - 1;
+		t->pad_ = 0;
+		t->reason = s->reason;
+		t->value = s->value;
+		memset(&s->value, 0, sizeof s->value);
+		a->tomb = 1;
+	}
+	ura__sig_free(w, a);
+}
+
+/* ---- signals received --------------------------------------------------- */
+
+static int exit_signal(ura_ctx *cx, struct ura_msg *m)
+{
+	struct ura__actor *a = cx->a;
+	ura_atom reason = m->n > 1 && m->vals[1].type == URA_T_ATOM ? m->vals[1].u.atom : URA_NORMAL;
+	ura_value value;
+	memset(&value, 0, sizeof value);
+	if (m->n > 2)
+		value = m->vals[2];
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (m->req == URA__EXIT_KILL && reason == URA_KILL) {
+		if (ura__sig_set_reason(cx->w, a, URA_KILLED, (ura_value){ 0 }) < 0)
+			clear_reason(a); /* no memory for the record: stops as normal */
+		a->stopping = 1;
+		return 0;
+	}
+	if (s && s->trap) {
+		m->kind = URA__MK_PLAIN;
+		m->req = 1; /* a runtime EXIT (ura_demonitor's stash check) */
+		return 1;
+	}
+	if (reason == URA_NORMAL) {
+		/* Erlang's exit(self(), normal) stops the caller. */
+		if (m->req == URA__EXIT_KILL && m->from.id == ura__self_ref(a).id) {
+			clear_reason(a);
+			a->stopping = 1;
+		}
+		return 0;
+	}
+	if (ura__sig_set_reason(cx->w, a, reason, value) < 0 &&
+	    ura__sig_set_reason(cx->w, a, reason, (ura_value){ 0 }) < 0)
+		clear_reason(a);
+	a->stopping = 1;
+	return 0;
+}
+
+int ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
+{
+	ura_system *sys = cx->sys;
+	struct ura__worker *w = cx->w;
+	struct ura__actor *a = cx->a;
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	ura_ref from = m->from, self = ura__self_ref(a);
+	uint64_t id = m->n && m->vals[0].type == URA_T_I64 ? (uint64_t)m->vals[0].u.i64 : 0;
+	struct ura__sent *e;
+	switch (m->kind) {
+	case URA__MK_MONITOR:
+		s = ura__sig_of(w, a);
+		if (!s || ura__sig_add(s, URA__S_WATCH, from.id, id, 0) < 0)
+			/* Cannot keep it: fire now rather than never. */
+			send_down(sys, w, ura__home(a), self, from, id, URA_NOMEM, (ura_value){ 0 });
+		return 0;
+	case URA__MK_DEMONITOR:
+		if (s && (e = ura__sig_find(s, URA__S_WATCH, from.id, id)))
+			ura__sig_del(s, e);
+		return 0;
+	case URA__MK_LINK:
+		s = ura__sig_of(w, a);
+		if (s && ura__sig_find(s, URA__S_LINK, from.id, 0))
+			return 0; /* active stays; unlinking stays (4.) */
+		if (!s || ura__sig_add(s, URA__S_LINK, from.id, 0, 0) < 0)
+			/* Cannot keep it: break it now, as a stop would. */
+			send_exit(sys, w, ura__home(a), self, from, URA__EXIT_LINK, URA_NOMEM,
+				  (ura_value){ 0 });
+		return 0;
+	case URA__MK_UNLINK:
+		if (s && (e = ura__sig_find(s, URA__S_LINK, from.id, 0)) && e->v == 0)
+			ura__sig_del(s, e);
+		send_id(sys, w, ura__home(a), self, from, TAG_UNLINKED, URA__MK_UNLINK_ACK, id);
+		return 0;
+	case URA__MK_UNLINK_ACK:
+		if (s && (e = ura__sig_find(s, URA__S_LINK, from.id, 0)) && e->v == id)
+			ura__sig_del(s, e);
+		return 0;
+	case URA__MK_EXIT:
+		if (m->req == URA__EXIT_LINK) {
+			if (!s || !(e = ura__sig_find(s, URA__S_LINK, from.id, 0)))
+				return 0; /* unlinked: no effect (the unlink guarantee) */
+			int active = e->v == 0;
+			ura__sig_del(s, e);
+			if (!active)
+				return 0;
+		}
+		return exit_signal(cx, m);
+	case URA__MK_DOWN:
+		if (!s || !(e = ura__sig_find(s, URA__S_MON, id, 0)))
+			return 0; /* demonitored: dropped (3.) */
+		ura__sig_del(s, e);
+		m->kind = URA__MK_PLAIN;
+		m->req = 1; /* a runtime DOWN (ura_demonitor's stash check) */
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void ura__sig_dead_letter(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m)
+{
+	uint8_t k = m->kind;
+	if (k != URA__MK_REQUEST && k != URA__MK_MONITOR && k != URA__MK_LINK &&
+	    k != URA__MK_UNLINK)
+		return;
+	ura_system *sys = w->sys;
+	ura_ref dead = ura__ref_make(a->idx, m->to_gen);
+	ura_atom reason = URA_NOPROC;
+	ura_value value;
+	memset(&value, 0, sizeof value);
+	unsigned home;
+	if (a->state_kind != URA__A_ALIVE && m->to_gen + 1 == ura__own_gen(a)) {
+		/* The slot's last incarnation, not reused: its reason (6.),
+		 * routed from its home as its messages were (5.). */
+		if (a->state_kind == URA__A_ZOMBIE)
+			ura__sig_reason(a, &reason, &value);
+		else if (a->tomb && tomb_of(a)->gen == m->to_gen) {
+			reason = tomb_of(a)->reason;
+			value = tomb_of(a)->value;
+		} else
+			reason = URA_NORMAL;
+		home = ura__home(a);
+	} else {
+		home = ura__sig_late_home(sys, w, m->from, w->node);
+	}
+	uint64_t id = m->n && m->vals[0].type == URA_T_I64 ? (uint64_t)m->vals[0].u.i64 : 0;
+	switch (k) {
+	case URA__MK_REQUEST:
+		ura__request_fail(sys, w, home, dead, m->from, m->req, reason, value);
+		break;
+	case URA__MK_MONITOR:
+		send_down(sys, w, home, dead, m->from, id, reason, value);
+		break;
+	case URA__MK_LINK:
+		send_exit(sys, w, home, dead, m->from, URA__EXIT_LINK, reason, value);
+		break;
+	case URA__MK_UNLINK:
+		send_id(sys, w, home, dead, m->from, TAG_UNLINKED, URA__MK_UNLINK_ACK, id);
+		break;
+	}
+}
+
+/* ---- the calls ------------------------------------------------------------ */
+
+URA_API ura_mon ura_monitor(ura_ctx *cx, ura_ref who)
+{
+	if (ura__ctx_bad(cx))
+		return -EINVAL;
+	ura_system *sys = cx->sys;
+	struct ura__worker *w = cx->w;
+	struct ura__actor *a = cx->a;
+	ura_ref self = ura__self_ref(a);
+	if (who.id == self.id)
+		return -EINVAL;
+	struct ura__sig *s = ura__sig_of(w, a);
+	if (!s)
+		return -ENOMEM;
+	uint64_t mon = s->next_mon + 1;
+	if (ura__sig_add(s, URA__S_MON, mon, 0, who.id) < 0)
+		return -ENOMEM;
+	s->next_mon = mon;
+	int rc = send_id(sys, w, ura__home(a), self, who, TAG_MONITOR, URA__MK_MONITOR, mon);
+	if (rc == -ESRCH) /* no such actor: the DOWN now, behind its last messages (5.) */
+		rc = send_down(sys, w, ura__sig_late_home(sys, w, self, ura__home(a)), who, self, mon,
+			       URA_NOPROC, (ura_value){ 0 });
+	if (rc < 0) {
+		struct ura__sent *e = ura__sig_find(s, URA__S_MON, mon, 0);
+		if (e)
+			ura__sig_del(s, e);
+		return rc;
+	}
+	return (ura_mon)mon;
+}
+
+/* Removes a DOWN of monitor `mon` from the stash; true if there was one. */
+static int stash_drop_down(struct ura__worker *w, struct ura__actor *a, uint64_t mon)
+{
+	struct ura__actor_x *x = a->x;
+	struct ura_msg *prev = NULL;
+	for (struct ura_msg *m = x ? x->stash : NULL; m;
+	     prev = m, m = atomic_load_explicit(&m->next, memory_order_relaxed)) {
+		if (m->tag != URA_DOWN || m->req != 1 || !m->n || m->vals[0].type != URA_T_I64 ||
+		    (uint64_t)m->vals[0].u.i64 != mon)
+			continue;
+		struct ura_msg *next = atomic_load_explicit(&m->next, memory_order_relaxed);
+		if (prev)
+			atomic_store_explicit(&prev->next, next, memory_order_relaxed);
+		else
+			x->stash = next;
+		if (x->stash_tail == m)
+			x->stash_tail = prev;
+		ura__msg_free(ura__pool_of(w), m);
+		return 1;
+	}
+	return 0;
+}
+
+URA_API int ura_demonitor(ura_ctx *cx, ura_mon mon)
+{
+	if (ura__ctx_bad(cx))
+		return -EINVAL;
+	struct ura__actor *a = cx->a;
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	struct ura__sent *e = s && mon > 0 ? ura__sig_find(s, URA__S_MON, (uint64_t)mon, 0) : NULL;
+	if (e) {
+		ura_ref target = { e->v };
+		ura__sig_del(s, e);
+		/* Spares the target its entry; if it is gone, or stops before
+		 * it sees this, its DOWN finds no monitor here (3.). */
+		send_id(cx->sys, cx->w, ura__home(a), ura__self_ref(a), target, TAG_DEMONITOR,
+			URA__MK_DEMONITOR, (uint64_t)mon);
+		return 0;
+	}
+	if (mon > 0 && stash_drop_down(cx->w, a, (uint64_t)mon))
+		return 0;
+	return -ENOENT;
+}
+
+URA_API int ura_link(ura_ctx *cx, ura_ref who)
+{
+	if (ura__ctx_bad(cx))
+		return -EINVAL;
+	ura_system *sys = cx->sys;
+	struct ura__worker *w = cx->w;
+	struct ura__actor *a = cx->a;
+	ura_ref self = ura__self_ref(a);
+	if (who.id == self.id)
+		return -EINVAL;
+	struct ura__sig *s = ura__sig_of(w, a);
+	if (!s)
+		return -ENOMEM;
+	struct ura__sent *e = ura__sig_find(s, URA__S_LINK, who.id, 0);
+	if (e && e->v == 0)
+		return 0; /* linked already */
+	uint64_t was = e ? e->v : 0;
+	if (e)
+		e->v = 0; /* unlinking: active again (4.) */
+	else if (ura__sig_add(s, URA__S_LINK, who.id, 0, 0) < 0)
+		return -ENOMEM;
+	int rc = ura__sig_send(sys, w, ura__home(a), self, who, TAG_LINK, NULL, 0, URA__MK_LINK, 0);
+	if (rc == -ESRCH) /* no such actor: its exit signal now (5.) */
+		rc = send_exit(sys, w, ura__sig_late_home(sys, w, self, ura__home(a)), who, self,
+			       URA__EXIT_LINK, URA_NOPROC, (ura_value){ 0 });
+	if (rc < 0) {
+		if ((e = ura__sig_find(s, URA__S_LINK, who.id, 0))) {
+			if (was)
+				e->v = was;
+			else
+				ura__sig_del(s, e);
+		}
+		return rc;
+	}
+	return 0;
+}
+
+URA_API int ura_unlink(ura_ctx *cx, ura_ref who)
+{
+	if (ura__ctx_bad(cx))
+		return -EINVAL;
+	struct ura__actor *a = cx->a;
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	struct ura__sent *e = s ? ura__sig_find(s, URA__S_LINK, who.id, 0) : NULL;
+	if (!e || e->v)
+		return -ENOENT; /* not linked (or unlinking already) */
+	uint64_t u = ++s->next_unlink;
+	e->v = u;
+	int rc = send_id(cx->sys, cx->w, ura__home(a), ura__self_ref(a), who, TAG_UNLINK,
+			 URA__MK_UNLINK, u);
+	if (rc == -ESRCH) {
+		/* The partner is gone and keeps nothing: whatever exit signal
+		 * of it is on its way finds no link here. */
+		ura__sig_del(s, e);
+		return 0;
+	}
+	if (rc < 0) {
+		e->v = 0;
+		return rc;
+	}
+	return 0;
+}
+
+URA_API int ura_trap_exit(ura_ctx *cx, int on)
+{
+	if (ura__ctx_bad(cx))
+		return -EINVAL;
+	struct ura__sig *s = cx->a->x ? cx->a->x->sig : NULL;
+	if (!s && !on)
+		return 0;
+	if (!s && !(s = ura__sig_of(cx->w, cx->a)))
+		return -ENOMEM;
+	int was = s->trap;
+	s->trap = on ? 1 : 0;
+	return was;
+}
+
+URA_API int ura_exit(ura_ctx *cx, ura_atom reason, ura_value value)
+{
+	if (ura__ctx_bad(cx) || !ura_atom_valid(reason) || !value_ok(value))
+		return -EINVAL;
+	if (reason == URA_NORMAL && !value.type) {
+		clear_reason(cx->a);
+	} else {
+		int rc = ura__sig_set_reason(cx->w, cx->a, reason, value);
+		if (rc < 0)
+			return rc;
+	}
+	cx->a->stopping = 1;
+	return 0;
+}
+
+URA_API void ura_stop(ura_ctx *cx)
+{
+	if (ura__ctx_bad(cx))
+		return;
+	clear_reason(cx->a);
+	cx->a->stopping = 1;
+}
+
+static int kill_send(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref from,
+		     ura_ref to, ura_atom reason, ura_value value)
+{
+	if (!ura_atom_valid(reason) || !value_ok(value))
+		return -EINVAL;
+	ura_value v[3];
+	v[0] = ura_v_ref(from);
+	unsigned n = 1 + ura__reason_vals(v + 1, reason, value);
+	return ura__send_msg(sys, w, home, from, to, URA_EXIT, v, n, URA__MK_EXIT, URA__EXIT_KILL);
+}
+
+URA_API int ura_kill_ctx(ura_ctx *cx, ura_ref to, ura_atom reason, ura_value value)
+{
+	if (ura__ctx_bad(cx))
+		return -EINVAL;
+	return kill_send(cx->sys, cx->w, ura__home(cx->a), ura__self_ref(cx->a), to, reason, value);
+}
+
+URA_API int ura_kill_sys(ura_system *sys, ura_ref to, ura_atom reason, ura_value value)
+{
+	if (!sys)
+		return -EINVAL;
+	struct ura__worker *w = ura__thread_worker(sys);
+	return kill_send(sys, w, w ? w->node : 0, URA_NOREF, to, reason, value);
+}
+
+/* ---- reading DOWN, EXIT and ERROR messages --------------------------------- */
+
+/* The index of the reason in m's values, or -1. */
+static int reason_at(const ura_msg *m)
+{
+	if (!m)
+		return -1;
+	int i = m->tag == URA_DOWN ? 2 : m->tag == URA_EXIT ? 1 : m->tag == URA_ERROR ? 0 : -1;
+	return i >= 0 && i < m->n && m->vals[i].type == URA_T_ATOM ? i : -1;
+}
+
+URA_API ura_atom ura_exit_reason(const ura_msg *m)
+{
+	int i = reason_at(m);
+	return i < 0 ? 0 : m->vals[i].u.atom;
+}
+
+URA_API ura_value ura_exit_value(const ura_msg *m)
+{
+	int i = reason_at(m);
+	ura_value v;
+	memset(&v, 0, sizeof v);
+	if (i >= 0 && i + 1 < m->n)
+		v = m->vals[i + 1];
+	return v;
+}
+
+URA_API ura_ref ura_exit_who(const ura_msg *m)
+{
+	int i = reason_at(m);
+	if (i < 1 || m->vals[i - 1].type != URA_T_REF)
+		return URA_NOREF;
+	return m->vals[i - 1].u.ref;
+}
+
+URA_API ura_mon ura_down_monitor(const ura_msg *m)
+{
+	if (!m || m->tag != URA_DOWN || !m->n || m->vals[0].type != URA_T_I64)
+		return 0;
+	return m->vals[0].u.i64;
+}
