@@ -93,7 +93,7 @@ static void run(ura_system *sys, long server_delay_ms, uint64_t timeout, const c
 {
 	ura_ref s, c;
 	reset();
-	t_must(ura_spawn(sys, &server_class, &(server){ server_delay_ms }, &s));
+	t_must(ura_spawn(sys, &server_class, &(server){ .delay_ms = server_delay_ms }, &s));
 	t_must(ura_spawn(sys, &client_class, &(client){ s, timeout }, &c));
 	t_must(ura_send(sys, c, A_GO));
 	t_rc(ura_system_await_for(sys, 30 * URA_SEC), 0, "%s: await", what);
