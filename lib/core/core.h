@@ -231,7 +231,7 @@ extern _Thread_local struct ura__worker *ura__current_worker;
 #define ura__ctx_bad(cx) (ura__unlikely(!(cx)))
 #else
 int ura__ctx_stale(const struct ura_ctx *cx);
-static inline int ura__ctx_bad(const struct ura_ctx *cx)
+ura__no_sanitize static inline int ura__ctx_bad(const struct ura_ctx *cx)
 {
 	if (ura__unlikely(!cx))
 		return 1;

@@ -66,6 +66,18 @@ static inline void mark_busy(struct ura__worker *w)
 		set_busy(w);
 }
 
+/* What this worker posted to other nodes goes now. Every path that may
+ * have posted (a turn, a source's service, a sleep that reaped
+ * completions) ends here before the worker looks for more work or
+ * sleeps: a completion for an actor of another node (its operation was
+ * submitted here before the actor went home) sat in the outbox of a
+ * worker that then slept, and nothing else would have flushed it. */
+static inline void flush_outbox(struct ura__worker *w)
+{
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
+}
+
 /* One pass over the sources, from the loop. */
 static inline void service_sources(struct ura__worker *w)
 {
@@ -78,9 +90,7 @@ static inline void service_sources(struct ura__worker *w)
 	}
 	SOURCES(X)
 #undef X
-	/* What the sources sent to other nodes goes now. */
-	if (w->outbox_dirty)
-		ura__outbox_flush_all(w);
+	flush_outbox(w);
 }
 
 /* Idle: is there work that is not an actor? Sources that send are left
@@ -99,6 +109,7 @@ static inline int sources_ready(struct ura__worker *w, uint64_t *now)
 				return 1;                                  \
 		} else {                                                   \
 			ura__##s##_service(w, now, 1);                     \
+			flush_outbox(w);                                   \
 			if (ura__has_local(w))                             \
 				return 1;                                  \
 		}                                                          \
@@ -224,8 +235,11 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		/* Blocks of other workers' pools go home before we sleep. */
 		if (w->pool.ret_dirty)
 			ura__pool_flush(&w->pool);
+		flush_outbox(w);
 		worker_sleep(w);
-		/* The sleep itself may have delivered I/O completions. */
+		/* The sleep itself may have delivered I/O completions, to
+		 * this node's actors or (through the outbox) another's. */
+		flush_outbox(w);
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now))
 			return NULL;
@@ -320,8 +334,7 @@ static void *worker_main(void *arg)
 		mark_busy(w);
 		ura__actor_turn(w, a);
 		/* End of the pass: no cross-node message waits longer. */
-		if (w->outbox_dirty)
-			ura__outbox_flush_all(w);
+		flush_outbox(w);
 	}
 	/* Nothing of an actor's may be in the kernel once destroy runs. */
 	ura__io_worker_exit(w);
