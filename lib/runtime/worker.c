@@ -174,7 +174,7 @@ static inline uint64_t sources_deadline(struct ura__worker *w)
  * ura_config.idle_wait_ns brings a backstop back for a kernel that
  * loses wakes.
  */
-static void worker_sleep(struct ura__worker *w)
+static void worker_sleep(struct ura__worker *w, uint64_t watch)
 {
 	ura_system *sys = w->sys;
 	if (atomic_load_explicit(&sys->awaiters, memory_order_seq_cst) &&
@@ -193,6 +193,14 @@ static void worker_sleep(struct ura__worker *w)
 		uint64_t now = ura__now_ns();
 		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
 	}
+	/* Watching a busy peer's next slot (core/sched.c): back to look at
+	 * it in time. Counted so that the peer wakes no other watcher.
+	 * relaxed: a heuristic count (see ura__schedule). */
+	if (watch) {
+		if (watch < wait)
+			wait = watch;
+		atomic_fetch_add_explicit(&sys->nwatching, 1, memory_order_relaxed);
+	}
 	if (wait && !ura__has_local(w) && !ura__sched_visible(w) && !sources_visible(w) &&
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
@@ -202,6 +210,8 @@ static void worker_sleep(struct ura__worker *w)
 			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
 	}
+	if (watch)
+		atomic_fetch_sub_explicit(&sys->nwatching, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
@@ -236,7 +246,7 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		if (w->pool.ret_dirty)
 			ura__pool_flush(&w->pool);
 		flush_outbox(w);
-		worker_sleep(w);
+		worker_sleep(w, ura__watch_wait(w, ura__now_ns()));
 		/* The sleep itself may have delivered I/O completions, to
 		 * this node's actors or (through the outbox) another's. */
 		flush_outbox(w);
