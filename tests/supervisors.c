@@ -11,7 +11,9 @@
  * Children are actors of `kid_class`: each start and stop of child i is
  * counted, and a watcher actor monitors refs and logs each DOWN (who,
  * reason) in order, so the tests see who stopped, why and in what order.
- * Every step waits for quiescence (ura_system_await), never for a time.
+ * A storm of random crashes on every worker, during restarts, checks that
+ * each child runs at most once at a time and all stop in the end. Every
+ * step waits for quiescence (ura_system_await), never for a time.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,6 +27,7 @@
 #define A_GO URA_ATOM("go")
 
 enum { NKIDS = 16 };
+_Static_assert(NKIDS > 8, "the storm uses 9");
 
 typedef struct {
 	int idx;
@@ -623,6 +626,66 @@ static void test_bad(ura_system *sys)
 	t_eq(ura_sup_which_sys(sys, sup, NULL, 0), -ESRCH, "which on a stopped supervisor: -ESRCH");
 }
 
+/* ---- a storm: crashes on every worker while operations run ----------- */
+
+/* Children on all four workers, crashed at random from this thread while
+ * the supervisor is terminating and restarting others (exits arrive in
+ * the middle of its operations), with calls in between. Afterwards every
+ * child runs once, and everything started has stopped once the supervisor
+ * is shut down. */
+static void test_storm(ura_system *sys, ura_sup_strategy st, const char *name)
+{
+	enum { N = 8 };
+	static kid_arg trap_arg = { .idx = N, .trap = 1 };
+	ura_child_spec cs[N + 1];
+	for (int i = 0; i < N; i++) {
+		cs[i] = kid(URA_ATOM("k"), i, i % 3 == 2 ? URA_TRANSIENT : URA_PERMANENT);
+		char nm[4] = { 'k', (char)('a' + i), 0, 0 };
+		ura_atom_from(nm, &cs[i].id);
+		cs[i].worker = URA_WORKER(i % 4);
+	}
+	cs[N] = (ura_child_spec){ .id = URA_ATOM("trapper"), .cls = &kid_class, .arg = &trap_arg,
+				  .shutdown_ns = URA_MSEC };
+	ura_sup_spec spec = { .strategy = st, .intensity = URA_SUP_MAX_INTENSITY, .period_ns = 1,
+			      .children = cs, .nchildren = N + 1 };
+	ura_ref sup;
+	ura_sup_child k[N + 1];
+	reset_counts();
+	t_rc(ura_sup_start(sys, &spec, NULL, &sup), 0, "storm %s: starts %d children", name, N + 1);
+	unsigned seed = 12345;
+	long rounds = t_scaled(2000), calls_ok = 0;
+	for (long r = 0; r < rounds; r++) {
+		if (r % 50 == 0) {
+			if (kids_of(sys, sup, k, N + 1) == N + 1)
+				calls_ok++;
+		}
+		seed = seed * 1103515245u + 12345u;
+		unsigned i = (seed >> 16) % (N + 1);
+		/* Stale refs fail with -ESRCH; that is part of the storm. */
+		if (i == N)
+			ura_kill(sys, k[i].ref, URA_KILL);
+		else
+			ura_send(sys, k[i].ref, (seed >> 8) & 1 ? A_CRASH : A_QUIT);
+	}
+	await_guarded(sys);
+	long n = kids_of(sys, sup, k, N + 1);
+	int all = n == N + 1;
+	for (int i = 0; i < N + 1 && all; i++)
+		all = i % 3 == 2 && i < N ? 1 : alive(sys, k[i].ref);
+	t_ok(all && alive(sys, sup), "storm %s: the supervisor and its permanent children run "
+	     "(%ld calls answered in the storm)", name, calls_ok);
+	int once = 1;
+	for (int i = 0; i < N + 1; i++)
+		once &= atomic_load(&starts[i]) - atomic_load(&stops[i]) == !ura_ref_null(k[i].ref);
+	t_ok(once, "storm %s: each child runs at most once at a time", name);
+	ura_kill(sys, sup, URA_SHUTDOWN);
+	await_guarded(sys);
+	int balanced = 1;
+	for (int i = 0; i < N + 1; i++)
+		balanced &= atomic_load(&starts[i]) == atomic_load(&stops[i]);
+	t_ok(balanced && !alive(sys, sup), "storm %s: all stopped after the shutdown", name);
+}
+
 int main(void)
 {
 	args_init();
@@ -637,6 +700,9 @@ int main(void)
 	test_nested(sys);
 	test_shutdown_timeout(sys);
 	test_ctx_calls(sys);
+	test_storm(sys, URA_ONE_FOR_ONE, "one_for_one");
+	test_storm(sys, URA_ONE_FOR_ALL, "one_for_all");
+	test_storm(sys, URA_REST_FOR_ONE, "rest_for_one");
 	ura_kill(sys, watcher, URA_KILL);
 	await_guarded(sys);
 	t_destroy(sys);
