@@ -74,6 +74,9 @@ typedef struct {
 	ura_timer timer;     /* cur's deadline; 0: none */
 	ura_atom reason;     /* OP_SHUTDOWN: the supervisor's exit reason */
 	ura_promise pr;      /* OP_TERM_ONE: the call it answers */
+	/* ura_exit was called: the handler that called it may still be
+	 * running (op_done's loop), and must start nothing more. */
+	int exiting;
 } sup_st;
 
 static const ura_class sup_class;
@@ -225,6 +228,7 @@ static void op_done(ura_ctx *cx)
 	s->cur = -1;
 	switch (op) {
 	case OP_SHUTDOWN:
+		s->exiting = 1;
 		(void)ura_exit(cx, s->reason, URA_NOVALUE);
 		return;
 	case OP_TERM_ONE:
@@ -249,7 +253,7 @@ static void op_done(ura_ctx *cx)
 	/* Children that stopped by themselves while it ran get their due
 	 * now; one of them may start the next operation, which sees to the
 	 * rest when it is done. */
-	for (uint32_t i = 0; i < s->n && s->op == OP_NONE; i++)
+	for (uint32_t i = 0; i < s->n && s->op == OP_NONE && !s->exiting; i++)
 		if (s->kids[i].died) {
 			s->kids[i].died = 0;
 			child_died(cx, &s->kids[i], s->kids[i].why);
@@ -344,6 +348,8 @@ static int intensity_ok(sup_st *s)
 static void restart(ura_ctx *cx, kid *k)
 {
 	sup_st *s = ura_state(cx);
+	if (s->exiting)
+		return;
 	if (!intensity_ok(s)) {
 		shut_down(cx, URA_MAXRESTART);
 		return;
@@ -389,6 +395,8 @@ static void on_exit_sig(ura_ctx *cx, const ura_msg *m)
 	sup_st *s = ura_state(cx);
 	ura_atom why = ura_exit_reason(m);
 	kid *k = find_ref(s, ura_exit_who(m));
+	if (s->exiting)
+		return;
 	if (!k) {
 		/* Not a child: the parent's link, or a stop asked from
 		 * anywhere. A normal exit of another linked actor means
