@@ -574,6 +574,16 @@ static void test_bad(ura_system *sys)
 	c.shutdown_ns = URA_MAX_DELAY + 1;
 	t_rc(ura_sup_start(sys, &spec, NULL, &sup), -EINVAL, "a shutdown over URA_MAX_DELAY: -EINVAL");
 	c = kid(ID_A, 10, URA_PERMANENT);
+	c.node = URA_NODE(99);
+	t_rc(ura_sup_start(sys, &spec, NULL, &sup), -EINVAL,
+	     "placement on a node that does not exist: the spawn's -EINVAL");
+	c = kid(ID_A, 10, URA_PERMANENT);
+	c.worker = URA_WORKER(3);
+	t_rc(ura_sup_start(sys, &spec, NULL, &sup), 0, "placement on worker 3: starts");
+	ura_kill(sys, sup, URA_SHUTDOWN);
+	await_guarded(sys);
+	reset_counts();
+	c = kid(ID_A, 10, URA_PERMANENT);
 	spec.reserved_[0] = 1;
 	t_rc(ura_sup_start(sys, &spec, NULL, &sup), -EINVAL, "sup spec reserved_ not zero: -EINVAL");
 	spec.reserved_[0] = 0;
