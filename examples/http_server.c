@@ -10,7 +10,14 @@
  * One acceptor (serve.c, shared with echo_server) keeps a multishot
  * accept armed and spawns an actor per connection. One store actor holds
  * the key-value table; connection actors ask it with ura_request, so the
- * table needs no lock. A connection actor is a small state machine with
+ * table needs no lock. The store runs under a supervisor (ura.h,
+ * "Supervisors"), which restarts it, empty, when it crashes: it registers
+ * itself under the name "kv" as it starts, connections find it by that
+ * name, and a request it could not answer (in flight at the crash) gets
+ * 503 with Retry-After, the connection kept. A request made while the
+ * store is being restarted waits for it (a few 1 ms retries) rather than
+ * fail. SIGUSR1 kills the store (URA_KILL), as a crash drill: the tests
+ * do it under load. A connection actor is a small state machine with
  * at most one thing in flight: a receive (with a deadline), a send (with
  * one), a request to the store, or the close. Malformed requests get 400,
  * a head over 8 KiB 431, a body over 1 MiB 413, a method this server does
@@ -53,6 +60,7 @@
  * names the address. SIGINT or SIGTERM shuts down cleanly.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -79,6 +87,11 @@
 #define A_REPLACED URA_ATOM("replaced")
 #define A_FULL URA_ATOM("full")
 #define A_BUSY URA_ATOM("busy")
+/* the store's name, and its supervision */
+#define A_KV URA_ATOM("kv")
+#define A_KV_RETRY URA_ATOM("kv_retry")
+#define KV_RETRY_NS URA_MSEC
+#define KV_RETRIES 200
 
 #define MAX_HEAD (8u << 10)      /* beyond: 431 */
 #define MAX_BODY (1u << 20)      /* beyond: 413 */
@@ -110,7 +123,8 @@ typedef struct kv_entry {
 
 /* What every connection and the store share: serve_spec.ctx. */
 typedef struct {
-	ura_ref kv;
+	void *self;  /* &self is the store's spawn argument: lives as long */
+	ura_ref sup; /* the store's supervisor */
 	uint64_t idle_ns, head_ns, send_ns;
 	size_t budget;
 	/* Bytes of the budget taken, by connections on every worker and by
@@ -251,9 +265,10 @@ static void kv_quit(ura_ctx *cx, const ura_msg *m)
 static int kv_init(ura_ctx *cx, void *state, const void *arg)
 {
 	kv_store *s = state;
-	(void)cx;
 	s->sh = *(shared *const *)arg;
-	return 0;
+	/* The name goes with the actor when it stops, so a restarted store
+	 * takes it again here. */
+	return ura_register(ura_ctx_system(cx), A_KV, ura_self(cx));
 }
 
 static void kv_destroy(void *state)
@@ -425,6 +440,8 @@ typedef struct {
 	uint8_t continued;      /* 100 Continue sent for the pending request */
 	uint8_t lingering;
 	uint8_t linger_left;
+	uint8_t kv_tries;       /* retries while the store restarts */
+	ura_ref kv;             /* the store, as last looked up by name */
 } conn;
 
 static int conn_init(ura_ctx *cx, void *state, const void *arg)
@@ -582,6 +599,40 @@ static int keep_rest(conn *c, const char *v, size_t n, size_t used)
 
 static void on_kv_reply(ura_ctx *cx, const ura_msg *m);
 
+/* Asks the store for rq (at the front of what the connection holds): 0
+ * when the request was sent, or a retry armed because the store is being
+ * restarted (its name is not taken yet); -1 when there is no store to be
+ * had (shut down, or not back in KV_RETRIES ms). */
+static int kv_ask(ura_ctx *cx, const http_request *rq, const char *body)
+{
+	conn *c = ura_state(cx);
+	const char *key = rq->target + 4;
+	const char *q = memchr(rq->target, '?', rq->target_len);
+	size_t klen = (q ? (size_t)(q - rq->target) : rq->target_len) - 4;
+	for (int look = 0; look < 2; look++) {
+		if (look || ura_ref_null(c->kv))
+			c->kv = ura_whereis(ura_ctx_system(cx), A_KV);
+		if (ura_ref_null(c->kv))
+			break;
+		int rc = rq->method == HTTP_PUT
+			? ura_request(cx, c->kv, on_kv_reply, NULL, A_PUT, ura_v_bytes(key, klen),
+				      ura_v_bytes(body, (size_t)rq->content_length))
+			: ura_request(cx, c->kv, on_kv_reply, NULL, A_GET, ura_v_bytes(key, klen));
+		if (rc == 0) {
+			c->kv_tries = 0;
+			return 0;
+		}
+		if (rc != -ESRCH)
+			return -1;
+	}
+	if (c->kv_tries++ >= KV_RETRIES ||
+	    ura_send_after(cx, ura_self(cx), KV_RETRY_NS, A_KV_RETRY) < 0) {
+		c->kv_tries = 0;
+		return -1;
+	}
+	return 0;
+}
+
 static int valid_key(const char *k, size_t n)
 {
 	if (n == 0 || n > MAX_KEY)
@@ -637,11 +688,9 @@ static int route(ura_ctx *cx, const http_request *rq, const char *body, outbuf *
 	}
 	if (o->len)
 		return 0;
-	int rc = rq->method == HTTP_PUT
-		? ura_request(cx, c->sh->kv, on_kv_reply, NULL, A_PUT, ura_v_bytes(key, klen),
-			      ura_v_bytes(body, (size_t)rq->content_length))
-		: ura_request(cx, c->sh->kv, on_kv_reply, NULL, A_GET, ura_v_bytes(key, klen));
-	if (rc < 0) { /* the store is gone: we are shutting down */
+	(void)key;
+	(void)klen;
+	if (kv_ask(cx, rq, body) < 0) { /* no store: we are shutting down */
 		reply_text(o, rq, 503, R_CLOSE, NULL);
 		c->close_after = 1;
 		return 1;
@@ -846,6 +895,11 @@ static void on_kv_reply(ura_ctx *cx, const ura_msg *m)
 		reply(&o, &rq, 204, NULL, NULL, 0, !rq.keep_alive, NULL);
 	} else if (t == A_NONE) {
 		reply_text(&o, &rq, 404, !rq.keep_alive, NULL);
+	} else if (t == URA_ERROR) {
+		/* The store stopped before it answered (a crash: its
+		 * supervisor is restarting it). Only this request is lost. */
+		c->kv = URA_NOREF;
+		reply_text(&o, &rq, 503, !rq.keep_alive, "Retry-After: 1\r\n");
 	} else {
 		reply_text(&o, &rq, 507, !rq.keep_alive, NULL);
 	}
@@ -858,6 +912,28 @@ static void on_kv_reply(ura_ctx *cx, const ura_msg *m)
 	used += serve(cx, c->in + used, c->in_len - used, &o);
 	if (keep_rest(c, c->in, c->in_len, used) < 0)
 		o.failed = 1;
+	finish(cx, &o);
+}
+
+/* The store was being restarted: ask again (the request is still at
+ * the front of c->in, as on_kv_reply expects). */
+static void on_kv_retry(ura_ctx *cx, const ura_msg *m)
+{
+	conn *c = ura_state(cx);
+	http_request rq;
+	(void)m;
+	if (http_parse(c->in, c->in_len, MAX_HEAD, &rq) != 1) {
+		conn_close(cx); /* cannot happen: it parsed before */
+		return;
+	}
+	if (kv_ask(cx, &rq, c->in + rq.head_len) == 0)
+		return;
+	outbuf o;
+	ob_init(&o);
+	reply_text(&o, &rq, 503, R_CLOSE, NULL);
+	c->close_after = 1;
+	c->wait_kv = 0;
+	c->in_len = 0;
 	finish(cx, &o);
 }
 
@@ -885,6 +961,7 @@ URA_BEHAVIOR(serving,
 	URA_ON(A_RECV, "ib", on_recv),
 	URA_ON(A_SENT, "i", on_sent),
 	URA_ON(SERVE_LATE, "", on_late),
+	URA_ON(A_KV_RETRY, "", on_kv_retry),
 	URA_ON(A_CLOSED, "i", on_closed),
 	URA_ON(SERVE_QUIT, "", on_quit));
 
@@ -917,11 +994,63 @@ static int option(void *ctx, const char *opt, const char *val)
 	return -1;
 }
 
+/* ---- the store's supervision ----------------------------------------- */
+
+/* Stands for the supervisor at shutdown (serve.c sends it SERVE_QUIT),
+ * and takes SIGUSR1, the crash drill. */
+static void keeper_quit(ura_ctx *cx, const ura_msg *m)
+{
+	shared *sh = *(shared **)ura_state(cx);
+	(void)m;
+	/* The supervisor stops the store, then itself. */
+	(void)ura_kill(cx, sh->sup, URA_SHUTDOWN);
+	ura_stop(cx);
+}
+
+static void keeper_drill(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_ref kv = ura_whereis(ura_ctx_system(cx), A_KV);
+	if (!ura_ref_null(kv))
+		(void)ura_kill(cx, kv, URA_KILL);
+}
+
+URA_BEHAVIOR(keeping,
+	URA_ON(SERVE_QUIT, "", keeper_quit),
+	URA_ON(URA_SIGNAL, "i", keeper_drill));
+
+static const ura_class keeper_class = {
+	.name = "kv_keeper",
+	.state_size = sizeof(shared *),
+	.initial = &keeping,
+};
+
 static int spawn_store(ura_system *sys, void *ctx, ura_ref *quit)
 {
 	shared *sh = ctx;
-	int rc = ura_spawn(sys, &kv_class, &sh, &sh->kv);
-	*quit = sh->kv;
+	sh->self = sh;
+	/* At most 100 crashes in 10 s, then the supervisor gives up and the
+	 * store stays down (requests get 503). */
+	static ura_child_spec kv_child = {
+		.id = A_KV,
+		.cls = &kv_class,
+		.shutdown_ns = URA_SEC,
+	};
+	kv_child.arg = &sh->self;
+	static const ura_sup_spec kv_sup = {
+		.strategy = URA_ONE_FOR_ONE,
+		.intensity = 100,
+		.period_ns = 10 * URA_SEC,
+		.children = &kv_child,
+		.nchildren = 1,
+	};
+	ura_ref keeper = URA_NOREF;
+	int rc = ura_sup_start(sys, &kv_sup, NULL, &sh->sup);
+	if (rc == 0)
+		rc = ura_spawn(sys, &keeper_class, &sh, &keeper);
+	if (rc == 0)
+		rc = ura_signal_subscribe(sys, SIGUSR1, keeper);
+	*quit = keeper;
 	return rc;
 }
 

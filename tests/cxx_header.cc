@@ -1,7 +1,7 @@
 // The public header from C++17: atoms, behaviors with cases and guards,
 // spawning with placement, sends of every value type (atoms as atoms),
 // request/reply, delayed sends, become with a bound value, a stash
-// behavior built with URA_BEHAVIOR_OPTS. Runs a real system.
+// behavior built with URA_BEHAVIOR_OPTS, a supervisor. Runs a real system.
 #include <ura.h>
 
 #include <atomic>
@@ -164,6 +164,22 @@ int main()
 	ok(g_later == 1, "the delayed send arrived");
 	ok(g_bound_ok == 1, "become_bound with an atom: ura_bound reads it");
 	ok(g_kept == 1, "the stashed message came back after the become");
+	{
+		// A supervisor from C++: ura_sup_start on a ura_system*.
+		ura_child_spec kid{};
+		kid.id = URA_ATOM("w");
+		kid.cls = &worker_class;
+		ura_sup_spec spec{};
+		spec.children = &kid;
+		spec.nchildren = 1;
+		ura_ref sup;
+		ura_sup_child k{};
+		ok(ura_sup_start(sys, &spec, nullptr, &sup) == 0 &&
+		   ura_sup_which_sys(sys, sup, &k, 1) == 1 && !ura_ref_null(k.ref),
+		   "ura_sup_start and which from C++");
+		ok(ura_kill(sys, sup, URA_SHUTDOWN) == 0 && ura_system_await(sys) == 0,
+		   "the supervisor shuts down");
+	}
 	ok(ura_system_destroy(sys) == 0, "destroy: nothing lost");
 	std::printf("1..%d\n", tests);
 	return failures ? 1 : 0;

@@ -842,6 +842,203 @@ URA_API int ura_send_namedv_sys(ura_system *sys, ura_atom name, ura_atom tag,
 				const ura_value *vals, unsigned n);
 
 /* ------------------------------------------------------------------------ */
+/* Supervisors (Erlang/OTP's supervisor behaviour, as a library on the
+ * calls above: lib/sup/ uses nothing but this header).
+ *
+ * A supervisor is an actor that starts children from specs, links them,
+ * traps their exits, and restarts them by a strategy when they stop:
+ *  - URA_ONE_FOR_ONE: only the child that stopped is restarted;
+ *  - URA_ONE_FOR_ALL: the others are terminated (last started first),
+ *    then all are started again, in spec order;
+ *  - URA_REST_FOR_ONE: the children started after it are terminated
+ *    (last first), then it and they are started again, in order.
+ * Whether a child that stopped is restarted depends on its kind:
+ * URA_PERMANENT always, URA_TRANSIENT only when its reason is neither
+ * URA_NORMAL nor URA_SHUTDOWN (then it stays in the supervisor, not
+ * running), URA_TEMPORARY never (its spec is dropped when it stops, and a
+ * temporary child terminated by a sibling's restart is not started
+ * again). A child stopped with ura_sup_terminate_child_* is not
+ * restarted, by its own exit or a sibling's.
+ *
+ * Restart intensity: a restart (of one child, or of the set a strategy
+ * restarts, counting once) that would be more than `intensity` within
+ * `period_ns` makes the supervisor give up instead: it terminates every
+ * child and stops with reason URA_MAXRESTART. Its own supervisor (if
+ * any) then applies its strategy: a failure escalates up the tree.
+ *
+ * Terminating a child (a restart's siblings, a terminate call, the
+ * supervisor's own stop): the supervisor sends it an exit signal
+ * URA_SHUTDOWN (ura_kill_ctx) and waits for its exit up to its
+ * shutdown_ns; a child that is still alive then (it traps exits and
+ * stays) is sent URA_KILL. Children are terminated one at a time, last
+ * started first. While it waits, the supervisor handles the exits of
+ * children and stashes calls, answering them once the termination is
+ * done.
+ *
+ * The supervisor stops, after terminating its children so, when it gets
+ * an exit signal with a reason other than URA_NORMAL from an actor that
+ * is not its child (its parent's link, or ura_kill(x, sup, URA_SHUTDOWN)
+ * from anywhere), with that reason; or when the intensity is exceeded,
+ * with URA_MAXRESTART. ura_kill(x, sup, URA_KILL) stops it at once: its
+ * children then get the exit signal URA_KILLED through their links (and
+ * stop, unless they trap exits). Supervisors supervise supervisors: a
+ * child spec with .sup (instead of .cls) starts one.
+ *
+ * Lifetimes: a ura_sup_spec and its children array are copied when a
+ * supervisor starts (and a ura_child_spec by start_child); the classes,
+ * spawn arguments and nested ura_sup_specs they point at are read again
+ * at every restart and must outlive the supervisor (static data, as a
+ * rule). Supervisors are not saved by snapshots (their class is not
+ * registered; with skip_unsupported they are left out and listed).
+ */
+typedef enum ura_sup_strategy {
+	URA_ONE_FOR_ONE = 0,
+	URA_ONE_FOR_ALL,
+	URA_REST_FOR_ONE,
+} ura_sup_strategy;
+
+typedef enum ura_child_kind {
+	URA_PERMANENT = 0,
+	URA_TRANSIENT,
+	URA_TEMPORARY,
+} ura_child_kind;
+
+/* The reason of a supervisor that gave up (restart intensity). */
+#define URA_MAXRESTART URA_ATOM("maxrestart")
+/* ura_child_spec.shutdown_ns: wait for ever (the default for a child
+ * supervisor, which needs the time to stop its own children), or kill at
+ * once, without a URA_SHUTDOWN first (OTP's brutal_kill). */
+#define URA_SHUTDOWN_INFINITY UINT64_MAX
+#define URA_SHUTDOWN_BRUTAL (UINT64_MAX - 1)
+/* Default shutdown_ns of a worker child, intensity and period. */
+#define URA_SUP_SHUTDOWN_DEFAULT (5 * URA_SEC)
+#define URA_SUP_INTENSITY_DEFAULT 3u
+#define URA_SUP_PERIOD_DEFAULT (5 * URA_SEC)
+/* Most children of one supervisor, and the largest intensity. */
+#define URA_SUP_MAX_CHILDREN 4096u
+#define URA_SUP_MAX_INTENSITY 65536u
+
+typedef struct ura_sup_spec ura_sup_spec;
+
+/* One child. A zeroed field is its default. */
+typedef struct ura_child_spec {
+	/* Names the child in its supervisor (a valid atom, unique there). */
+	ura_atom id;
+	/* What to start: an actor of cls with spawn argument arg, or (cls
+	 * NULL) a supervisor of sup. Neither or both: -EINVAL. */
+	const ura_class *cls;
+	const void *arg;
+	const ura_sup_spec *sup;
+	/* Placement, as ura_spawn_opts has it; default: the supervisor's
+	 * node. */
+	ura_node_pick node;
+	ura_worker_pick worker;
+	uint32_t kind;           /* ura_child_kind; default permanent */
+	uint32_t reserved0_;     /* zero */
+	/* How long a terminated child may take to stop before it is killed
+	 * (at most URA_MAX_DELAY), or URA_SHUTDOWN_INFINITY, or
+	 * URA_SHUTDOWN_BRUTAL; 0: URA_SUP_SHUTDOWN_DEFAULT for a worker,
+	 * infinity for a supervisor. */
+	uint64_t shutdown_ns;
+	uint64_t reserved_[4];   /* zero */
+} ura_child_spec;
+
+struct ura_sup_spec {
+	uint32_t strategy;       /* ura_sup_strategy */
+	/* At most `intensity` restarts within `period_ns` (1 ..
+	 * URA_SUP_MAX_INTENSITY, and at most URA_MAX_DELAY); 0: the
+	 * defaults. (A child that must never be restarted is temporary.) */
+	uint32_t intensity;
+	uint64_t period_ns;
+	/* The children, started in this order when the supervisor starts
+	 * (at most URA_SUP_MAX_CHILDREN; NULL when nchildren is 0). */
+	const ura_child_spec *children;
+	uint32_t nchildren;
+	uint32_t reserved0_;     /* zero */
+	uint64_t reserved_[4];   /* zero */
+};
+
+/* Starts a supervisor, and in its init (before this returns) each child
+ * in spec order, linked to it. x: a ura_ctx* (handler context; the
+ * supervisor's parent is the calling actor, and opts->link links them,
+ * as a supervisor's parent should be) or a ura_system* (any thread).
+ * opts: as for ura_spawn_ex (NULL: defaults). 0 and the supervisor's ref
+ * in *out; or -EINVAL for a bad spec (a child with no class and no sup,
+ * a bad kind, id, shutdown or strategy, two children with one id,
+ * reserved words not zero; also a nested spec's), -ENOMEM, -ESHUTDOWN,
+ * or the error of a child's start (its spawn, its init's -errno); then
+ * the children already started were killed, and nothing is left. */
+URA_API int ura_sup_start_ctx(ura_ctx *cx, const ura_sup_spec *spec,
+			      const ura_spawn_opts *opts, ura_ref *out);
+URA_API int ura_sup_start_sys(ura_system *sys, const ura_sup_spec *spec,
+			      const ura_spawn_opts *opts, ura_ref *out);
+
+/* A child, as ura_sup_which_* lists it. */
+typedef struct ura_sup_child {
+	ura_atom id;
+	ura_ref ref;             /* URA_NOREF: not running */
+	uint32_t kind;           /* ura_child_kind */
+	uint32_t supervisor;     /* 1: a supervisor */
+	uint64_t restarts;       /* times the supervisor restarted it */
+	uint64_t reserved_[2];   /* written as zero */
+} ura_sup_child;
+
+/* Calls to a running supervisor (OTP's which_children, start_child,
+ * terminate_child, restart_child, delete_child). Each comes in two
+ * forms:
+ *  - _sys: blocks the calling thread until the supervisor answers and
+ *    returns the answer. Any thread that is not a worker (-EDEADLK from
+ *    one), while the system runs and is not being shut down; a paused
+ *    system is started.
+ *  - _ctx: handler context; sends the call as a request and returns at
+ *    once (-ESRCH when sup is gone, -EINVAL, -ENOMEM); cont runs later,
+ *    as a request's continuation, with the answer: read it there with
+ *    ura_sup_result (and ura_sup_children). ura_request_data() in cont
+ *    returns data.
+ * The answers (-errno, or 0 or more):
+ *  - which: the number of children (written: the first `max` of them, in
+ *    start order, to out, which may be NULL with max 0);
+ *  - start_child: 0 and the child's ref; -EINVAL (a bad spec, checked
+ *    before anything is sent), -EEXIST (the id is taken), -ENOSPC
+ *    (URA_SUP_MAX_CHILDREN), or the error of its start (then the spec is
+ *    not kept);
+ *  - terminate_child: 0 once the child has stopped (also when it was not
+ *    running); its spec stays, for restart_child. -ENOENT: no such id;
+ *  - restart_child: 0 and the new ref, for a child that is not running;
+ *    -EBUSY when it runs, -ENOENT, or its start's error;
+ *  - delete_child: 0, the spec is dropped; -EBUSY when it runs, -ENOENT;
+ *  - every one: -ESRCH when sup is not a live supervisor (or stopped
+ *    before answering), -EINVAL (no system, a bad id atom).
+ * The child spec is copied before the call returns. */
+URA_API long ura_sup_which_sys(ura_system *sys, ura_ref sup, ura_sup_child *out,
+			       size_t max);
+URA_API int ura_sup_start_child_sys(ura_system *sys, ura_ref sup,
+				    const ura_child_spec *spec, ura_ref *child);
+URA_API int ura_sup_terminate_child_sys(ura_system *sys, ura_ref sup, ura_atom id);
+URA_API int ura_sup_restart_child_sys(ura_system *sys, ura_ref sup, ura_atom id,
+				      ura_ref *child);
+URA_API int ura_sup_delete_child_sys(ura_system *sys, ura_ref sup, ura_atom id);
+
+URA_API int ura_sup_which_ctx(ura_ctx *cx, ura_ref sup, ura_handler *cont, void *data);
+URA_API int ura_sup_start_child_ctx(ura_ctx *cx, ura_ref sup, const ura_child_spec *spec,
+				    ura_handler *cont, void *data);
+URA_API int ura_sup_terminate_child_ctx(ura_ctx *cx, ura_ref sup, ura_atom id,
+					ura_handler *cont, void *data);
+URA_API int ura_sup_restart_child_ctx(ura_ctx *cx, ura_ref sup, ura_atom id,
+				      ura_handler *cont, void *data);
+URA_API int ura_sup_delete_child_ctx(ura_ctx *cx, ura_ref sup, ura_atom id,
+				     ura_handler *cont, void *data);
+/* In the continuation of a _ctx call: its answer as above (-ESRCH for a
+ * supervisor that stopped first, -ETIMEDOUT never: these calls have no
+ * deadline), and for start_child and restart_child the child's ref in
+ * *child (may be NULL). -EINVAL for a message that is no such answer. */
+URA_API long ura_sup_result(const ura_msg *m, ura_ref *child);
+/* In the continuation of ura_sup_which_ctx: copies up to max children
+ * into out and returns how many the supervisor has (or -errno, as
+ * ura_sup_result). */
+URA_API long ura_sup_children(const ura_msg *m, ura_sup_child *out, size_t max);
+
+/* ------------------------------------------------------------------------ */
 /* Time: delayed sends and their cancellation.
  *
  * A delayed send copies the message now and delivers it after delay_ns
@@ -1362,6 +1559,10 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 	ura_promise_replyv((cx), (p), URA__TV(__VA_ARGS__))
 #define ura_promise_forward(cx, p, to, ...)                                \
 	ura_promise_forwardv((cx), (p), (to), URA__TV(__VA_ARGS__))
+/* ura_sup_start(x, &spec, opts, &ref): x a ura_ctx* or a ura_system* */
+#define ura_sup_start(x, spec, opts, out) _Generic((x),                    \
+	ura_ctx *: ura_sup_start_ctx, ura_system *: ura_sup_start_sys)(    \
+	(x), (spec), (opts), (out))
 
 #endif /* !__cplusplus */
 
@@ -1525,6 +1726,11 @@ template <class... A>
 int promise_forward(ura_ctx *cx, ura_promise *p, ura_ref to, ura_atom t, A... a)
 { vals<A...> vs(a...); return ura_promise_forwardv(cx, p, to, t, vs.p(), vs.n); }
 
+inline int sup_start(ura_ctx *x, const ura_sup_spec *s, const ura_spawn_opts *o, ura_ref *r)
+{ return ura_sup_start_ctx(x, s, o, r); }
+inline int sup_start(ura_system *x, const ura_sup_spec *s, const ura_spawn_opts *o, ura_ref *r)
+{ return ura_sup_start_sys(x, s, o, r); }
+
 } /* namespace ura_detail */
 
 #define URA_ATOM(s) (::ura_detail::atom_c<::ura_detail::atom(s, sizeof(s) - 1)>::value)
@@ -1584,6 +1790,7 @@ int promise_forward(ura_ctx *cx, ura_promise *p, ura_ref to, ura_atom t, A... a)
 	::ura_detail::request_ex((cx), (to), (cont), (opts), __VA_ARGS__)
 #define ura_forward(cx, to, ...) ::ura_detail::forward((cx), (to), __VA_ARGS__)
 #define ura_promise_reply(cx, p, ...) ::ura_detail::promise_reply((cx), (p), __VA_ARGS__)
+#define ura_sup_start(x, spec, opts, out) ::ura_detail::sup_start((x), (spec), (opts), (out))
 #define ura_promise_forward(cx, p, to, ...)                                \
 	::ura_detail::promise_forward((cx), (p), (to), __VA_ARGS__)
 
