@@ -28,6 +28,7 @@ struct ura__groups;      /* actor/group.h: the system's groups */
 struct ura__names;       /* actor/registry.c: the name registry */
 struct ura__snap;        /* snap/snap.h: snapshots */
 struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
+struct ura__bp;          /* core/bound.h: a bounded mailbox's record */
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -91,6 +92,12 @@ struct ura__worker {
 	struct ura__timers *tm;        /* time/ */
 	struct ura__io *io;            /* io/ */
 	struct ura__wrec *rec;         /* snap/ */
+	/* A send of the running turn's actor met a full URA_FULL_MUTE
+	 * mailbox (core/bound.h): the receiver and its generation, and the
+	 * sender's ref (the turn mutes only its own actor). */
+	struct ura__actor *mute_on;
+	uint32_t mute_gen;
+	uint64_t mute_from;
 	pthread_t thread;
 	int started;
 
@@ -181,6 +188,16 @@ struct ura_system {
 	uint32_t tag;                  /* in every slot's idx: refs say whose */
 	uint32_t chunk_top;            /* chunks made: [0, chunk_top), under slot_lock */
 	struct ura__actor *ext_free;   /* under slot_lock */
+	/* Bounded mailboxes (core/bound.h): per chunk of slots, a page of
+	 * records, made on the chunk's first bounded spawn (under slot_lock). */
+	_Atomic(_Atomic(struct ura__bp *) *) *bps;
+
+	/* Threads waiting for room in a bounded mailbox (core/bound.c): a
+	 * futex word bumped whenever room is made for one, or it stops. */
+	alignas(URA__CACHELINE) _Atomic uint32_t bp_room;
+	struct ura__bpstats {
+		_Atomic uint64_t dropped, refused, mutes, waits, overloads, over;
+	} bpst;
 
 	/* Quiescence waiters (core/quiesce.c). */
 	alignas(URA__CACHELINE) pthread_mutex_t q_lock;

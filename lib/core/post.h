@@ -11,6 +11,7 @@
 #ifndef URA_CORE_POST_H
 #define URA_CORE_POST_H
 
+#include "core/bound.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/sched.h"
@@ -104,9 +105,24 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 {
 	struct ura__actor *a = NULL;
 	struct ura_msg *m = NULL;
-	int rc = ura__msg_make(sys, w, from, to, tag, vals, n, kind, req, &a, &m);
+	int rc = ura__msg_make(sys, w, from, to, tag, vals, n, (uint8_t)(kind & ~URA__MK_NOBOUND), req,
+			       &a, &m);
 	if (ura__unlikely(rc < 0))
 		return rc;
+	/* A bounded mailbox (core/bound.h) admits plain sends and requests;
+	 * system messages pass. kind is a constant in most callers. (make
+	 * set a: saying so keeps gcc from warning about a NULL load.) */
+	if (!a)
+		__builtin_unreachable();
+	if (ura__unlikely(atomic_load_explicit(&a->home_node, memory_order_relaxed) &
+			  URA__HOME_BOUNDED) &&
+	    kind <= URA__MK_REQUEST) {
+		rc = ura__bp_admit(sys, w, from, to, a, m, 0);
+		if (rc) {
+			ura__msg_free(ura__pool_of(w), m);
+			return rc;
+		}
+	}
 	ura__count_sent(sys, w, m);
 	ura__post(sys, w, home, a, m);
 	return 0;

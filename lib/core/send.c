@@ -70,3 +70,48 @@ void ura__post_made(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 	ura__phase_sent(&w->ph, m);
 	ura__post(w->sys, w, w->node, a, m);
 }
+
+URA_API int ura_sendv_wait(ura_system *sys, ura_ref to, uint64_t deadline_ns,
+			   ura_atom tag, const ura_value *vals, unsigned n)
+{
+	if (!sys)
+		return -EINVAL;
+	if (ura__current_worker)
+		return -EDEADLK;
+	struct ura__actor *a = NULL;
+	struct ura_msg *m = NULL;
+	int rc = ura__msg_make(sys, NULL, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN, 0, &a, &m);
+	if (rc < 0)
+		return rc;
+	if (atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED) {
+		/* 1: a deadline in the past still tries once. */
+		rc = ura__bp_admit(sys, NULL, URA_NOREF, to, a, m, deadline_ns ? deadline_ns : 1);
+		if (rc) {
+			ura__msg_free(NULL, m);
+			return rc;
+		}
+	}
+	ura__count_sent(sys, NULL, m);
+	ura__post(sys, NULL, 0, a, m);
+	return 0;
+}
+
+URA_API uint64_t ura_now_ns(void)
+{
+	return ura__now_ns();
+}
+
+URA_API int64_t ura_mailbox_depth(ura_system *sys, ura_ref r)
+{
+	if (!sys)
+		return -EINVAL;
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
+	uint32_t gen = ura__ref_gen(r);
+	/* acquire: pairs with the release stores of gen at spawn and stop. */
+	if (!a || !(gen & 1) || atomic_load_explicit(&a->gen, memory_order_acquire) != gen)
+		return -ESRCH;
+	if (!(atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED))
+		return -ENOTSUP;
+	struct ura__bp *bp = ura__bp_of(sys, a->idx);
+	return bp ? (int64_t)atomic_load_explicit(&bp->depth, memory_order_relaxed) : -ENOTSUP;
+}

@@ -10,6 +10,7 @@
 
 #include "actor/actor.h"
 #include "actor/group.h"
+#include "core/bound.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/topo.h"
@@ -370,8 +371,10 @@ URA_API int ura_system_shutdown(ura_system *sys)
 	if (ura__current_worker)
 		return -EDEADLK;
 	ura__workers_stop(sys);
-	/* Wake anyone still awaiting: they return -ESHUTDOWN. */
+	/* Wake anyone still awaiting: they return -ESHUTDOWN; so do threads
+	 * waiting for room in a bounded mailbox. */
 	ura__await_wake(sys);
+	ura__bp_wake_all(sys);
 	return 0;
 }
 
@@ -440,6 +443,12 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->io_completed += ura__ld(&s->io_completed);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
+	out->mb_dropped = ura__ld(&sys->bpst.dropped);
+	out->mb_refused = ura__ld(&sys->bpst.refused);
+	out->mb_mutes = ura__ld(&sys->bpst.mutes);
+	out->mb_waits = ura__ld(&sys->bpst.waits);
+	out->mb_overloads = ura__ld(&sys->bpst.overloads);
+	out->mb_over = ura__ld(&sys->bpst.over);
 	out->io_inflight = out->io_submitted > out->io_completed ?
 				   out->io_submitted - out->io_completed : 0;
 	/* Armed from outside: counted once, when armed. (Summing workers'
