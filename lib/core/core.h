@@ -129,6 +129,16 @@ struct ura__hooks {
 	void (*capture)(struct ura__worker *w, struct ura__actor *a);
 };
 
+/* Message pools of threads that are not workers (core/send.c): each a
+ * slice of the arena after the workers' (msg/msg.h), claimed by a thread
+ * on its first send and given back when it exits; workers return its
+ * blocks in batches, as between workers. */
+#define URA__EXT_POOLS 128
+struct ura__extpool {
+	alignas(URA__CACHELINE) struct ura__pool pool;
+	_Atomic int taken;
+};
+
 /* Sends from threads that are not workers, counted for quiescence and by
  * phase (lib/snap): one counter, sharded by sending thread, since one
  * shared counter cost a contended locked add per send with 20 sender
@@ -174,7 +184,10 @@ struct ura_system {
 	_Atomic uint64_t ext_stopped;
 
 	struct ura__node *nodes;       /* nnodes, cache-aligned */
-	struct ura__arena arena;       /* the workers' pool slices */
+	struct ura__arena arena;       /* the workers' pool slices, then extp's */
+	struct ura__extpool *extp;     /* nextp; NULL without an arena */
+	unsigned nextp;
+	pthread_key_t ext_key;         /* a thread's extp (or none), when nextp */
 	unsigned nnodes;
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
 	uint64_t steal_remote_ns;      /* local victims empty this long first */
@@ -271,6 +284,14 @@ static inline struct ura__pool *ura__pool_of(struct ura__worker *w)
 {
 	return w ? &w->pool : NULL;
 }
+
+/* core/send.c: this thread's pool for sends into sys (not a worker of
+ * it), or NULL: malloc. Used only by the sends from outside, which free
+ * what they made into it again on failure. */
+struct ura__pool *ura__ext_pool(ura_system *sys);
+/* runtime/system.c, after the arena and before the workers' pools go. */
+int ura__ext_init(ura_system *sys);
+void ura__ext_fini(ura_system *sys);
 
 /* The actor's state and its size (0 without state); URA_G_FIELD reads it
  * and must not read past its end. */

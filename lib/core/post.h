@@ -19,10 +19,10 @@
 /* Checks a send to `to` and builds its message: nothing is counted or
  * pushed. -EINVAL (no tag, or an invalid one), the value errors of ura__msg_size, -ESRCH
  * (`to` is not alive), -ESHUTDOWN, -ENOMEM. */
-static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref from,
-				ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
-				uint8_t kind, uint32_t req, struct ura__actor **ap,
-				struct ura_msg **mp)
+static inline int ura__msg_make_in(ura_system *sys, struct ura__worker *w,
+				   struct ura__pool *pool, ura_ref from, ura_ref to, ura_atom tag,
+				   const ura_value *vals, unsigned n, uint8_t kind, uint32_t req,
+				   struct ura__actor **ap, struct ura_msg **mp)
 {
 	if (ura__unlikely(!sys || !ura_atom_valid(tag)))
 		return -EINVAL;
@@ -37,7 +37,7 @@ static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref 
 		return -ESRCH;
 	if (ura__unlikely(atomic_load_explicit(&sys->shutdown, memory_order_relaxed)))
 		return -ESHUTDOWN;
-	struct ura_msg *m = ura__msg_alloc(ura__pool_of(w), (size_t)size);
+	struct ura_msg *m = ura__msg_alloc(pool, (size_t)size);
 	if (ura__unlikely(!m))
 		return -ENOMEM;
 	ura__msg_fill(m, tag, from, vals, n);
@@ -50,6 +50,16 @@ static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref 
 	*ap = a;
 	*mp = m;
 	return 0;
+}
+
+/* The same, from w's pool (malloc off the workers). */
+static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref from,
+				ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
+				uint8_t kind, uint32_t req, struct ura__actor **ap,
+				struct ura_msg **mp)
+{
+	return ura__msg_make_in(sys, w, ura__pool_of(w), from, to, tag, vals, n, kind, req,
+				ap, mp);
 }
 
 /* Counts a message as sent, by whoever sends it, before it is posted: the

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Sends (ura_send) and the post of messages made ahead of time. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/post.h"
 
@@ -31,14 +34,127 @@ URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			     vals, n, URA__MK_PLAIN, 0);
 }
 
+/* ---- sends from threads that are not workers ---------------------- */
+
+/* A thread that found every pool taken: it mallocs. */
+#define EXT_NONE ((void *)1)
+
+static void ext_release(void *p)
+{
+	/* release: pairs with the claim's acquire CAS; the next thread to
+	 * take this pool sees every write of ours to it. */
+	if (p != EXT_NONE)
+		atomic_store_explicit(&((struct ura__extpool *)p)->taken, 0, memory_order_release);
+}
+
+int ura__ext_init(ura_system *sys)
+{
+	if (!sys->arena.base || sys->arena.n <= sys->nworkers)
+		return 0;
+	unsigned n = sys->arena.n - sys->nworkers;
+	sys->extp = aligned_alloc(URA__CACHELINE, n * sizeof *sys->extp);
+	if (!sys->extp)
+		return -ENOMEM;
+	memset(sys->extp, 0, n * sizeof *sys->extp);
+	for (unsigned k = 0; k < n; k++) {
+		if (ura__pool_init(&sys->extp[k].pool, &sys->arena, sys->nworkers + k) < 0) {
+			for (unsigned j = 0; j < k; j++)
+				ura__pool_drain(&sys->extp[j].pool);
+			free(sys->extp);
+			sys->extp = NULL;
+			return -ENOMEM;
+		}
+	}
+	if (pthread_key_create(&sys->ext_key, ext_release) != 0) {
+		/* No key left in the process: sends from outside malloc. */
+		for (unsigned k = 0; k < n; k++)
+			ura__pool_drain(&sys->extp[k].pool);
+		free(sys->extp);
+		sys->extp = NULL;
+		return 0;
+	}
+	sys->nextp = n;
+	return 0;
+}
+
+void ura__ext_fini(ura_system *sys)
+{
+	if (!sys->extp)
+		return;
+	/* From here on no thread's exit touches sys. */
+	pthread_key_delete(sys->ext_key);
+	for (unsigned k = 0; k < sys->nextp; k++)
+		ura__pool_drain(&sys->extp[k].pool);
+	free(sys->extp);
+	sys->extp = NULL;
+	sys->nextp = 0;
+}
+
+static __attribute__((noinline)) struct ura__pool *ext_claim(ura_system *sys)
+{
+	for (unsigned k = 0; k < sys->nextp; k++) {
+		int free_ = 0;
+		/* acquire: pairs with ext_release (the pool's last owner). */
+		if (!atomic_load_explicit(&sys->extp[k].taken, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong_explicit(&sys->extp[k].taken, &free_, 1,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			if (pthread_setspecific(sys->ext_key, &sys->extp[k]) != 0) {
+				ext_release(&sys->extp[k]);
+				return NULL;
+			}
+			return &sys->extp[k].pool;
+		}
+	}
+	(void)pthread_setspecific(sys->ext_key, EXT_NONE);
+	return NULL;
+}
+
+struct ura__pool *ura__ext_pool(ura_system *sys)
+{
+	if (!sys->nextp)
+		return NULL;
+	void *p = pthread_getspecific(sys->ext_key);
+	if (ura__likely(p))
+		return p == EXT_NONE ? NULL : &((struct ura__extpool *)p)->pool;
+	return ext_claim(sys);
+}
+
+/* A send from a thread that is not a worker: its message from the
+ * thread's pool; deadline as ura__bp_admit's (0: the policy decides). */
+static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *vals,
+		    unsigned n, uint64_t deadline)
+{
+	struct ura__pool *pool = ura__ext_pool(sys);
+	struct ura__actor *a = NULL;
+	struct ura_msg *m = NULL;
+	int rc = ura__msg_make_in(sys, NULL, pool, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN,
+				  0, &a, &m);
+	if (rc < 0)
+		return rc;
+	if (!a)
+		__builtin_unreachable();
+	if (atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED) {
+		rc = ura__bp_admit(sys, NULL, URA_NOREF, to, a, m, deadline);
+		if (rc) {
+			ura__msg_free(pool, m);
+			return rc;
+		}
+	}
+	ura__count_sent(sys, NULL, m);
+	ura__post(sys, NULL, 0, a, m);
+	return 0;
+}
+
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n)
 {
 	if (!sys)
 		return -EINVAL;
 	struct ura__worker *w = ura__thread_worker(sys);
-	return ura__send_msg(sys, w, w ? w->node : 0, URA_NOREF, to, tag, vals, n,
-			     URA__MK_PLAIN, 0);
+	if (!w)
+		return send_ext(sys, to, tag, vals, n, 0);
+	return ura__send_msg(sys, w, w->node, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN, 0);
 }
 
 int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
@@ -78,22 +194,8 @@ URA_API int ura_sendv_wait(ura_system *sys, ura_ref to, uint64_t deadline_ns,
 		return -EINVAL;
 	if (ura__current_worker)
 		return -EDEADLK;
-	struct ura__actor *a = NULL;
-	struct ura_msg *m = NULL;
-	int rc = ura__msg_make(sys, NULL, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN, 0, &a, &m);
-	if (rc < 0)
-		return rc;
-	if (atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED) {
-		/* 1: a deadline in the past still tries once. */
-		rc = ura__bp_admit(sys, NULL, URA_NOREF, to, a, m, deadline_ns ? deadline_ns : 1);
-		if (rc) {
-			ura__msg_free(NULL, m);
-			return rc;
-		}
-	}
-	ura__count_sent(sys, NULL, m);
-	ura__post(sys, NULL, 0, a, m);
-	return 0;
+	/* 1: a deadline in the past still tries once. */
+	return send_ext(sys, to, tag, vals, n, deadline_ns ? deadline_ns : 1);
 }
 
 URA_API uint64_t ura_now_ns(void)

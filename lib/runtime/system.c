@@ -141,7 +141,9 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
  * address-space limit), pools fall back to malloc blocks. */
 static int pools_init(ura_system *sys)
 {
-	int arc = ura__arena_init(&sys->arena, sys->nworkers);
+	/* After the workers' slices, one per pool of a thread that sends
+	 * from outside (core/send.c). */
+	int arc = ura__arena_init(&sys->arena, sys->nworkers + URA__EXT_POOLS);
 	if (arc < 0)
 		ura__log(&sys->log, URA_LOG_WARN,
 			 "no pool arena (%s): message blocks come from malloc", ura_strerror(arc));
@@ -157,7 +159,7 @@ static int pools_init(ura_system *sys)
 					 ura_strerror(brc));
 		}
 	}
-	return 0;
+	return ura__ext_init(sys);
 }
 
 /* ---- teardown: the one way down -------------------------------------- */
@@ -192,6 +194,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	lost += ura__outboxes_fini(sys);
 	lost += ura__time_fini(sys);
 	ura__io_fini(sys);
+	ura__ext_fini(sys);
 	for (unsigned i = 0; sys->workers && i < sys->nworkers; i++) {
 		ura__pool_drain(&sys->workers[i].pool);
 		ura__poller_close(&sys->workers[i].poller);
