@@ -139,12 +139,13 @@ void ura__bp_wake_all(ura_system *sys)
 	room_made(sys);
 }
 
-/* Takes one unit of depth if it stays within the capacity. */
-static int reserve(struct ura__bp *bp, uint32_t cap, uint32_t *after)
+/* Takes one unit of depth if it stays within the capacity. order: of the
+ * first load (seq_cst for a waiter: its half of the handshake). */
+static int reserve(struct ura__bp *bp, uint32_t cap, uint32_t *after, memory_order order)
 {
-	/* relaxed: the count orders nothing by itself; the message is
-	 * published by the mailbox push. */
-	uint32_t d = atomic_load_explicit(&bp->depth, memory_order_relaxed);
+	/* relaxed otherwise: the count orders nothing by itself; the
+	 * message is published by the mailbox push. */
+	uint32_t d = atomic_load_explicit(&bp->depth, order);
 	while (d < cap) {
 		if (atomic_compare_exchange_weak_explicit(&bp->depth, &d, d + 1,
 							  memory_order_relaxed,
@@ -185,7 +186,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 	if (!bp)
 		return 0; /* cannot happen: the bit is only set with a record */
 	uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed), after;
-	if (ura__likely(reserve(bp, cap, &after))) {
+	if (ura__likely(reserve(bp, cap, &after, memory_order_relaxed))) {
 		m->flags |= URA__MF_BP;
 		overload(sys, w, bp, a, to, after);
 		return 0;
@@ -238,7 +239,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 	for (;;) {
 		/* seq_cst: pairs with room_made's bump (see there). */
 		uint32_t seen = atomic_load_explicit(&sys->bp_room, memory_order_seq_cst);
-		if (reserve(bp, cap, &after)) {
+		if (reserve(bp, cap, &after, memory_order_seq_cst)) {
 			m->flags |= URA__MF_BP;
 			rc = 0;
 			break;
@@ -313,13 +314,18 @@ void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, u
 {
 	/* seq_cst: the receiver's half of the handshakes in core/bound.h. */
 	uint32_t d = atomic_fetch_sub_explicit(&bp->depth, n, memory_order_seq_cst) - n;
-	if (d > atomic_load_explicit(&bp->low, memory_order_relaxed))
+	uint32_t low = atomic_load_explicit(&bp->low, memory_order_relaxed);
+	if (d > low)
 		return;
 	if (atomic_load_explicit(&bp->signalled, memory_order_relaxed))
 		atomic_store_explicit(&bp->signalled, 0, memory_order_relaxed);
 	if (atomic_load_explicit(&bp->nmuted, memory_order_seq_cst))
 		release_all(sys, w, bp);
-	if (atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
+	/* Waiters wake when the depth crosses low water, once: a waiter
+	 * sleeps only after it saw the mailbox full (above low water), so
+	 * the crossing after that wakes it; more wakes would only cost
+	 * syscalls and a herd. */
+	if (d + n > low && atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
 		room_made(sys);
 }
 
