@@ -633,7 +633,9 @@ URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
 /* ------------------------------------------------------------------------ */
 /* Sending. vals/n are copied. Returns 0, -ESRCH (the target has stopped or
  * never existed), -EINVAL (bad tag or value), -EMSGSIZE (over URA_MSG_MAX),
- * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. */
+ * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. To a bounded
+ * mailbox that is full (below), also -EAGAIN or URA_DROPPED, or the call
+ * waits (from outside the workers, URA_FULL_MUTE). */
 
 URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
