@@ -105,9 +105,9 @@ int ura__bp_setup(ura_system *sys, struct ura__actor *a, const ura_mailbox_opts 
 	return (int)URA__HOME_BOUNDED;
 }
 
-static void futex_wake_all(_Atomic uint32_t *word)
+static void futex_wake(_Atomic uint32_t *word, int n)
 {
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 /* Waits while *word == val, until the absolute CLOCK_MONOTONIC deadline
@@ -125,18 +125,30 @@ static void futex_wait_until(_Atomic uint32_t *word, uint32_t val, uint64_t dead
 		FUTEX_BITSET_MATCH_ANY);
 }
 
-static void room_made(ura_system *sys)
+/* Room was made in bp's mailbox: wakes n of its waiters (INT_MAX: all). */
+static void room_made(struct ura__bp *bp, int n)
 {
-	/* seq_cst: pairs with the waiter's load of bp_room before it reads
+	/* seq_cst: pairs with the waiter's load of `room` before it reads
 	 * the depth (a bump after its read wakes it, one before it is
 	 * seen). */
-	atomic_fetch_add_explicit(&sys->bp_room, 1, memory_order_seq_cst);
-	futex_wake_all(&sys->bp_room);
+	atomic_fetch_add_explicit(&bp->room, 1, memory_order_seq_cst);
+	futex_wake(&bp->room, n);
 }
 
 void ura__bp_wake_all(ura_system *sys)
 {
-	room_made(sys);
+	/* Shutdown: every mailbox that has waiters (they see -ESHUTDOWN). */
+	pthread_mutex_lock(&sys->slot_lock);
+	for (uint32_t c = 0; sys->bps && c < sys->chunk_top; c++) {
+		_Atomic(struct ura__bp *) *page =
+			atomic_load_explicit(&sys->bps[c], memory_order_acquire);
+		for (uint32_t i = 0; page && i < URA__CHUNK; i++) {
+			struct ura__bp *bp = atomic_load_explicit(&page[i], memory_order_acquire);
+			if (bp && atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
+				room_made(bp, INT_MAX);
+		}
+	}
+	pthread_mutex_unlock(&sys->slot_lock);
 }
 
 /* Takes one unit of depth if it stays within the capacity. order: of the
@@ -238,7 +250,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 	int rc;
 	for (;;) {
 		/* seq_cst: pairs with room_made's bump (see there). */
-		uint32_t seen = atomic_load_explicit(&sys->bp_room, memory_order_seq_cst);
+		uint32_t seen = atomic_load_explicit(&bp->room, memory_order_seq_cst);
 		if (reserve(bp, cap, &after, memory_order_seq_cst)) {
 			m->flags |= URA__MF_BP;
 			rc = 0;
@@ -258,9 +270,15 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 			rc = -ETIMEDOUT;
 			break;
 		}
-		futex_wait_until(&sys->bp_room, seen, deadline);
+		futex_wait_until(&bp->room, seen, deadline);
 	}
-	atomic_fetch_sub_explicit(&bp->nwait, 1, memory_order_relaxed);
+	/* The baton: a crossing wakes one waiter, and each waiter that
+	 * leaves wakes the next while there is room, so waiters wake one
+	 * after another as long as they find room, not as a herd. seq_cst:
+	 * as the receiver's read of nwait. */
+	if (atomic_fetch_sub_explicit(&bp->nwait, 1, memory_order_seq_cst) > 1 &&
+	    atomic_load_explicit(&bp->depth, memory_order_seq_cst) < cap)
+		room_made(bp, 1);
 	if (rc == 0)
 		overload(sys, w, bp, a, to, after);
 	return rc;
@@ -323,10 +341,10 @@ void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, u
 		release_all(sys, w, bp);
 	/* Waiters wake when the depth crosses low water, once: a waiter
 	 * sleeps only after it saw the mailbox full (above low water), so
-	 * the crossing after that wakes it; more wakes would only cost
-	 * syscalls and a herd. */
+	 * the crossing after that wakes one, which passes the baton on
+	 * (ura__bp_admit); more wakes would only cost syscalls and a herd. */
 	if (d + n > low && atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
-		room_made(sys);
+		room_made(bp, 1);
 }
 
 int ura__bp_mute(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
@@ -383,5 +401,5 @@ void ura__bp_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		return;
 	release_all(sys, w, bp);
 	if (atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
-		room_made(sys);
+		room_made(bp, INT_MAX);
 }

@@ -29,7 +29,7 @@
  * low depth and does not stay muted, or the receiver sees it listed and
  * releases it. (While the depth is above low water the receiver has
  * messages and runs again, so it checks again.) Waiting threads do the
- * same with `nwait` and a futex word of the system's.
+ * same with `nwait` and the record's futex word `room`.
  *
  * No cycles: an actor mutes only after setting URA__HOME_MUTED in its own
  * home word and seeing it clear in the receiver's (both seq_cst). Of a
@@ -48,6 +48,7 @@ struct ura__bp {
 	_Atomic uint32_t nmuted;    /* actors on `muted` (Dekker with depth) */
 	_Atomic uint32_t nwait;     /* threads waiting for room */
 	_Atomic uint32_t signalled; /* an overload signal was sent, not re-armed */
+	_Atomic uint32_t room;      /* futex word of the waiters: bumped on room */
 	/* The settings: written at spawn by the token holder, read by
 	 * senders (relaxed: a sender racing a respawn applies either
 	 * incarnation's, and the message is a dead letter anyway). */
@@ -101,7 +102,7 @@ int ura__bp_mute(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 /* Actor a stops (after its generation moved on): senders muted on it go,
  * threads waiting for it wake. */
 void ura__bp_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
-/* Shutdown: every waiting thread wakes. */
+/* Shutdown: every waiting thread wakes (a walk of the records). */
 void ura__bp_wake_all(ura_system *sys);
 int ura__bp_init(ura_system *sys);
 void ura__bp_fini(ura_system *sys);

@@ -205,10 +205,8 @@ struct ura_system {
 	 * records, made on the chunk's first bounded spawn (under slot_lock). */
 	_Atomic(_Atomic(struct ura__bp *) *) *bps;
 
-	/* Threads waiting for room in a bounded mailbox (core/bound.c): a
-	 * futex word bumped whenever room is made for one, or it stops. */
-	alignas(URA__CACHELINE) _Atomic uint32_t bp_room;
-	struct ura__bpstats {
+	/* Bounded mailboxes' counters (core/bound.c; ura_stats.mb_*). */
+	alignas(URA__CACHELINE) struct ura__bpstats {
 		_Atomic uint64_t dropped, refused, mutes, waits, overloads, over;
 	} bpst;
 
