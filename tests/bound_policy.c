@@ -6,7 +6,8 @@
  * and keeps nothing of them; DROP_NEWEST returns URA_DROPPED and keeps
  * the first `capacity`; DROP_OLDEST keeps the last `capacity`; stats count
  * every drop and refusal. A paused system fills from outside the same
- * way. System messages (a DOWN) pass a full mailbox. Bad bounds fail the
+ * way; a group send skips a full member. System messages (a DOWN, a
+ * kill) pass a full mailbox. Bad bounds fail the
  * spawn with -EINVAL; depth is readable; unbounded stays unbounded.
  */
 #include <errno.h>
@@ -163,10 +164,20 @@ static void from_outside(void)
 	t_eq(ok, CAP, "outside, refuse: %d accepted", CAP);
 	t_eq(again, SENT - CAP, "outside, refuse: the rest -EAGAIN");
 	t_eq(ura_mailbox_depth(sys, sink), CAP, "outside: depth is the capacity");
+	/* A group send skips the full member and reaches the other. */
+	ura_class plain = { .name = "plain", .initial = &sink_beh };
+	ura_ref other;
+	ura_group *g;
+	t_must(ura_spawn(sys, &plain, NULL, &other));
+	t_must(ura_group_new(sys, &g));
+	t_must(ura_group_join(g, sink));
+	t_must(ura_group_join(g, other));
+	t_eq(ura_send_group(sys, g, A_MSG, 1000L), 1, "group send: the full member skipped");
 	/* Not bounded: a kill (an exit signal) to a full mailbox. */
 	t_must(ura_system_start(sys));
 	t_rc(await_guarded(sys), 0, "outside: quiescent");
-	t_eq(atomic_load(&g_got), CAP, "outside: the sink got the accepted ones");
+	t_eq(atomic_load(&g_got), CAP + 1, "outside: the sink got the accepted ones");
+	t_must(ura_group_free(g));
 	t_rc(ura_kill(sys, sink, URA_KILLED), 0, "a kill passes a mailbox bound");
 	t_rc(await_guarded(sys), 0, "killed: quiescent");
 	t_rc((int)ura_mailbox_depth(sys, sink), -ESRCH, "depth of a stopped actor: -ESRCH");

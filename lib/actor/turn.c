@@ -239,7 +239,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 				break;
 			continue;
 		}
-		if (ura__unlikely(owed) && ura__bp_owed(sys, w, a, bp, m)) {
+		if (ura__unlikely(owed) && ura__bp_owed(sys, bp)) {
 			/* DROP_OLDEST: this one goes so a newer one could be
 			 * accepted; a request that was sent still ends. */
 			if (m->kind == URA__MK_REQUEST)

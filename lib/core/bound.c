@@ -284,8 +284,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 	return rc;
 }
 
-int ura__bp_owed(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-		 struct ura__bp *bp, struct ura_msg *m)
+int ura__bp_owed(ura_system *sys, struct ura__bp *bp)
 {
 	uint32_t o = atomic_load_explicit(&bp->owed, memory_order_relaxed);
 	while (o) {
@@ -293,9 +292,6 @@ int ura__bp_owed(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 							  memory_order_relaxed,
 							  memory_order_relaxed)) {
 			atomic_fetch_add_explicit(&sys->bpst.dropped, 1, memory_order_relaxed);
-			(void)a;
-			(void)w;
-			(void)m;
 			return 1;
 		}
 	}

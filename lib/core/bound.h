@@ -89,10 +89,9 @@ int ura__bp_setup(ura_system *sys, struct ura__actor *a, const ura_mailbox_opts 
  * -ESRCH, -ESHUTDOWN. On a result other than 0 the caller frees m. */
 int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
 		  struct ura__actor *a, struct ura_msg *m, uint64_t deadline);
-/* The receiver's turn took m, a counted message: true when DROP_OLDEST
- * owes a drop and m is it (the caller drops m as handled). */
-int ura__bp_owed(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-		 struct ura__bp *bp, struct ura_msg *m);
+/* The receiver's turn took a counted message: true when DROP_OLDEST owes
+ * a drop, and this message is it (the caller drops it as handled). */
+int ura__bp_owed(ura_system *sys, struct ura__bp *bp);
 /* The receiver's turn took n counted messages: the depth goes down, and
  * below low water muted senders are released and waiters woken. */
 void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, unsigned n);

@@ -678,6 +678,9 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  * chain is not muted: it runs, drains, and releases the rest. While a
  * receiver is muted its mailbox may therefore exceed its capacity.
  *
+ * A group send (ura_send_group) skips a member whose mailbox refuses or
+ * drops it: that member is not counted as reached; the others get it.
+ *
  * Never bounded: system messages (DOWN, EXIT, links and monitors), replies
  * and request errors, timeouts, I/O completions, OS signals, URA_OVERLOAD
  * itself. They neither count in the depth nor meet the policy.
