@@ -204,21 +204,40 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		retire(w, a, r);
 		ura__inc(&w->st.received);
-		int owed = 0;
-		if (ura__unlikely(m->flags & URA__MF_BP)) {
-			if (!bp)
-				bp = ura__bp_of(sys, a->idx);
-			bpn++;
-			/* relaxed: a hint; ura__bp_owed takes it with a CAS. */
-			owed = atomic_load_explicit(&bp->owed, memory_order_relaxed) != 0;
-		}
-		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph)) {
+		/* One test for the common case: same phase, no poke, not a
+		 * bounded mailbox's (URA__MF_BP, core/bound.h). */
+		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE | URA__MF_BP)) == aph)) {
 			same++;
 		} else {
-			int poke = sys->hooks.phase_msg ? sys->hooks.phase_msg(w, a, m, &same) : 0;
-			aph = a->snap_ph ? URA__MF_PH : 0;
-			w->ph.cur = (uint8_t)(URA__MF_SNAPD | aph);
-			if (poke) {
+			int drop = 0;
+			if (m->flags & URA__MF_BP) {
+				if (!bp)
+					bp = ura__bp_of(sys, a->idx);
+				bpn++;
+				/* relaxed: a hint; ura__bp_owed takes it with a CAS. */
+				drop = atomic_load_explicit(&bp->owed, memory_order_relaxed) &&
+				       ura__bp_owed(sys, bp);
+			}
+			if ((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph) {
+				same++;
+			} else {
+				int poke = sys->hooks.phase_msg ? sys->hooks.phase_msg(w, a, m, &same)
+								: 0;
+				aph = a->snap_ph ? URA__MF_PH : 0;
+				w->ph.cur = (uint8_t)(URA__MF_SNAPD | aph);
+				if (poke) {
+					if ((uintptr_t)m == entry || ++n >= sys->batch)
+						break;
+					continue;
+				}
+			}
+			if (ura__unlikely(drop)) {
+				/* DROP_OLDEST: this one goes so that a newer
+				 * one could be accepted; a request that was
+				 * sent still ends. */
+				if (m->kind == URA__MK_REQUEST && a->state_kind == URA__A_ALIVE)
+					ura__request_orphan(sys, w, a, m, URA_DROPPED_REASON,
+							    (ura_value){ 0 });
 				if ((uintptr_t)m == entry || ++n >= sys->batch)
 					break;
 				continue;
@@ -236,16 +255,6 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 				ura__sig_dead_letter(w, a, m);
 			ura__inc(&w->st.dead_letters);
 			if (++n >= sys->batch)
-				break;
-			continue;
-		}
-		if (ura__unlikely(owed) && ura__bp_owed(sys, bp)) {
-			/* DROP_OLDEST: this one goes so a newer one could be
-			 * accepted; a request that was sent still ends. */
-			if (m->kind == URA__MK_REQUEST)
-				ura__request_orphan(sys, w, a, m, URA_DROPPED_REASON,
-						    (ura_value){ 0 });
-			if ((uintptr_t)m == entry || ++n >= sys->batch)
 				break;
 			continue;
 		}

@@ -197,7 +197,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 	struct ura__bp *bp = ura__bp_of(sys, a->idx);
 	if (!bp)
 		return 0; /* cannot happen: the bit is only set with a record */
-	uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed), after;
+	uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed), after = 0;
 	if (ura__likely(reserve(bp, cap, &after, memory_order_relaxed))) {
 		m->flags |= URA__MF_BP;
 		overload(sys, w, bp, a, to, after);

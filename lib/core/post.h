@@ -20,7 +20,7 @@
  * pushed. -EINVAL (no tag, or an invalid one), the value errors of ura__msg_size, -ESRCH
  * (`to` is not alive), -ESHUTDOWN, -ENOMEM. */
 static inline int ura__msg_make_in(ura_system *sys, struct ura__worker *w,
-				   struct ura__pool *pool, ura_ref from, ura_ref to, ura_atom tag,
+				   struct ura__pool *ext, ura_ref from, ura_ref to, ura_atom tag,
 				   const ura_value *vals, unsigned n, uint8_t kind, uint32_t req,
 				   struct ura__actor **ap, struct ura_msg **mp)
 {
@@ -37,7 +37,9 @@ static inline int ura__msg_make_in(ura_system *sys, struct ura__worker *w,
 		return -ESRCH;
 	if (ura__unlikely(atomic_load_explicit(&sys->shutdown, memory_order_relaxed)))
 		return -ESHUTDOWN;
-	struct ura_msg *m = ura__msg_alloc(pool, (size_t)size);
+	/* ext: the pool off the workers (a constant NULL in ura__msg_make,
+	 * so that nothing is computed early and kept across the calls). */
+	struct ura_msg *m = ura__msg_alloc(w ? &w->pool : ext, (size_t)size);
 	if (ura__unlikely(!m))
 		return -ENOMEM;
 	ura__msg_fill(m, tag, from, vals, n);
@@ -58,8 +60,7 @@ static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref 
 				uint8_t kind, uint32_t req, struct ura__actor **ap,
 				struct ura_msg **mp)
 {
-	return ura__msg_make_in(sys, w, ura__pool_of(w), from, to, tag, vals, n, kind, req,
-				ap, mp);
+	return ura__msg_make_in(sys, w, NULL, from, to, tag, vals, n, kind, req, ap, mp);
 }
 
 /* Counts a message as sent, by whoever sends it, before it is posted: the
@@ -124,9 +125,9 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 	 * set a: saying so keeps gcc from warning about a NULL load.) */
 	if (!a)
 		__builtin_unreachable();
-	if (ura__unlikely(atomic_load_explicit(&a->home_node, memory_order_relaxed) &
-			  URA__HOME_BOUNDED) &&
-	    kind <= URA__MK_REQUEST) {
+	if (kind <= URA__MK_REQUEST &&
+	    ura__unlikely(atomic_load_explicit(&a->home_node, memory_order_relaxed) &
+			  URA__HOME_BOUNDED)) {
 		rc = ura__bp_admit(sys, w, from, to, a, m, 0);
 		if (rc) {
 			ura__msg_free(ura__pool_of(w), m);

@@ -52,23 +52,14 @@ int ura__ext_init(ura_system *sys)
 	if (!sys->arena.base || sys->arena.n <= sys->nworkers)
 		return 0;
 	unsigned n = sys->arena.n - sys->nworkers;
+	/* Zeroed: a pool is made by the first thread that claims it, so a
+	 * system nobody sends to from outside pays nothing more. */
 	sys->extp = aligned_alloc(URA__CACHELINE, n * sizeof *sys->extp);
 	if (!sys->extp)
 		return -ENOMEM;
 	memset(sys->extp, 0, n * sizeof *sys->extp);
-	for (unsigned k = 0; k < n; k++) {
-		if (ura__pool_init(&sys->extp[k].pool, &sys->arena, sys->nworkers + k) < 0) {
-			for (unsigned j = 0; j < k; j++)
-				ura__pool_drain(&sys->extp[j].pool);
-			free(sys->extp);
-			sys->extp = NULL;
-			return -ENOMEM;
-		}
-	}
 	if (pthread_key_create(&sys->ext_key, ext_release) != 0) {
 		/* No key left in the process: sends from outside malloc. */
-		for (unsigned k = 0; k < n; k++)
-			ura__pool_drain(&sys->extp[k].pool);
 		free(sys->extp);
 		sys->extp = NULL;
 		return 0;
@@ -84,7 +75,8 @@ void ura__ext_fini(ura_system *sys)
 	/* From here on no thread's exit touches sys. */
 	pthread_key_delete(sys->ext_key);
 	for (unsigned k = 0; k < sys->nextp; k++)
-		ura__pool_drain(&sys->extp[k].pool);
+		if (sys->extp[k].pool.arena)
+			ura__pool_drain(&sys->extp[k].pool);
 	free(sys->extp);
 	sys->extp = NULL;
 	sys->nextp = 0;
@@ -99,11 +91,13 @@ static __attribute__((noinline)) struct ura__pool *ext_claim(ura_system *sys)
 		    atomic_compare_exchange_strong_explicit(&sys->extp[k].taken, &free_, 1,
 							    memory_order_acquire,
 							    memory_order_relaxed)) {
-			if (pthread_setspecific(sys->ext_key, &sys->extp[k]) != 0) {
+			struct ura__pool *p = &sys->extp[k].pool;
+			if ((!p->arena && ura__pool_init(p, &sys->arena, sys->nworkers + k) < 0) ||
+			    pthread_setspecific(sys->ext_key, &sys->extp[k]) != 0) {
 				ext_release(&sys->extp[k]);
 				return NULL;
 			}
-			return &sys->extp[k].pool;
+			return p;
 		}
 	}
 	(void)pthread_setspecific(sys->ext_key, EXT_NONE);
