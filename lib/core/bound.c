@@ -12,6 +12,12 @@
 #include "core/bound.h"
 #include "core/post.h"
 
+/* Orderings not said at their use: the counters of sys->bpst are stats
+ * (relaxed, they order nothing); `signalled` and `owed` are relaxed: the
+ * first only keeps the overload signal to one per crossing (a race sends
+ * at most one more), the second is taken by CAS and read with the counted
+ * message it belongs to, which the mailbox push published. */
+
 int ura__bp_init(ura_system *sys)
 {
 	sys->bps = ura__calloc(URA__MAX_CHUNKS, sizeof *sys->bps);
