@@ -212,6 +212,7 @@ static void bad_input(void)
 		{ { .capacity = 4, .low_water = 4 }, "low water at the capacity" },
 		{ { .capacity = 4, .high_water = 5 }, "high water over the capacity" },
 		{ { .capacity = 0, .full = URA_FULL_MUTE }, "a policy without a capacity" },
+		{ { .capacity = 0 }, "a capacity of 0" },
 		{ { .capacity = 4, .reserved0_ = 1 }, "reserved0_ set" },
 		{ { .capacity = 4, .reserved_ = { 0, 1 } }, "reserved_ set" },
 	};

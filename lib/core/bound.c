@@ -50,14 +50,12 @@ int ura__bp_check(const ura_mailbox_opts *o)
 {
 	if (!o)
 		return 0;
-	if (!ura__zeroed(o->reserved_, sizeof o->reserved_) || o->reserved0_ ||
+	/* Opts given mean a bound: a capacity of 0 is refused, not taken
+	 * for "unbounded" (that is no opts). */
+	if (!ura__zeroed(o->reserved_, sizeof o->reserved_) || o->reserved0_ || !o->capacity ||
 	    o->capacity > URA_MAILBOX_MAX || o->full > URA_FULL_MUTE)
 		return -EINVAL;
-	if (o->capacity &&
-	    ((o->low_water && o->low_water >= o->capacity) || o->high_water > o->capacity))
-		return -EINVAL;
-	/* Settings without a capacity mean nothing: refused, not ignored. */
-	if (!o->capacity && (o->full || o->low_water || o->high_water || o->overload))
+	if ((o->low_water && o->low_water >= o->capacity) || o->high_water > o->capacity)
 		return -EINVAL;
 	return 0;
 }
@@ -90,7 +88,7 @@ static struct ura__bp *bp_make(ura_system *sys, struct ura__actor *a)
 
 int ura__bp_setup(ura_system *sys, struct ura__actor *a, const ura_mailbox_opts *o)
 {
-	if (!o || !o->capacity)
+	if (!o || ura__bp_check(o) < 0)
 		return 0;
 	pthread_mutex_lock(&sys->slot_lock);
 	struct ura__bp *bp = bp_make(sys, a);

@@ -80,7 +80,7 @@ static inline struct ura__bp *ura__bp_of(ura_system *sys, uint32_t idx)
 /* -EINVAL for opts a spawn must refuse (ura.h). */
 int ura__bp_check(const ura_mailbox_opts *o);
 /* Spawn, token held, before the generation is published: sets a's bound
- * (o NULL or capacity 0: none) and returns the home bits to store with
+ * (o NULL, or not valid: none) and returns the home bits to store with
  * its node; -ENOMEM. */
 int ura__bp_setup(ura_system *sys, struct ura__actor *a, const ura_mailbox_opts *o);
 /* A plain send or request m from `from` (URA_NOREF: no actor) to bounded

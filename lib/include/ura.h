@@ -712,7 +712,7 @@ typedef enum ura_full {
 #define URA_DROPPED_REASON URA_ATOM("dropped")
 
 typedef struct ura_mailbox_opts {
-	uint32_t capacity;   /* 1 .. URA_MAILBOX_MAX; 0 (or no opts): unbounded */
+	uint32_t capacity;   /* 1 .. URA_MAILBOX_MAX (unbounded: no opts) */
 	uint32_t full;       /* ura_full */
 	/* Muted senders resume and waiting threads wake when the depth falls
 	 * to this; 0: capacity / 2. Must be below capacity. */
@@ -723,9 +723,9 @@ typedef struct ura_mailbox_opts {
 	uint32_t reserved0_; /* zero */
 	uint64_t reserved_[2]; /* zero */
 } ura_mailbox_opts;
-/* Spawn checks the opts: a capacity beyond URA_MAILBOX_MAX, a policy out
- * of range, low_water >= capacity, high_water > capacity, or reserved
- * words not zero: -EINVAL. */
+/* Spawn checks the opts (the class's and the spawn's): a capacity of 0 or
+ * beyond URA_MAILBOX_MAX, a policy out of range, low_water >= capacity,
+ * high_water > capacity, or reserved words not zero: -EINVAL. */
 
 /* Like ura_sendv_sys, from a thread that is not a worker, waiting while
  * the target's bounded mailbox is full, whatever its policy, until there
