@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mailbox S M [--actors] (libcppa "Mailbox Part 2", N:1): S senders each
+ * mailbox S M [--actors] [--bound=N] (libcppa "Mailbox Part 2", N:1): S senders each
  * send the integers 1..M to ONE receiving actor, which counts them and sums
  * them. The senders are OS threads sending from outside the runtime (as in
  * the seed and in ../shared/peers' CAF version); with --actors they are S
  * actors, each sending its M messages from one handler. Verifies count ==
  * S*M and sum == S*M(M+1)/2.
  *
- * ura's mailboxes are unbounded: senders that outrun the receiver are never
- * blocked, the queue grows (peak_rss_kb shows by how much; sent_s is when
- * the last sender thread finished). Go's channel in the peer is bounded
- * (1024), its senders block instead.
+ * By default ura's mailbox is unbounded: senders that outrun the receiver
+ * are never blocked, the queue grows (peak_rss_kb shows by how much;
+ * sent_s is when the last sender thread finished). Go's channel in the
+ * peer is bounded (1024), its senders block instead. With --bound=N the
+ * receiver's mailbox holds N (URA_FULL_MUTE): sender threads wait for
+ * room as Go's do, and sender actors are muted; they then send in
+ * handlers of CHUNK messages each (a mute takes effect when the handler
+ * that sent returns, so one handler of M would overrun any bound).
  */
 #include <pthread.h>
 
@@ -25,6 +29,8 @@ static uint64_t got_count, got_sum;
 static ura_system *sys;
 static ura_ref receiver;
 static int64_t M;
+static int bounded;
+#define CHUNK 256
 
 static void on_x(ura_ctx *cx, const ura_msg *m)
 {
@@ -41,20 +47,29 @@ static void on_x(ura_ctx *cx, const ura_msg *m)
 static void on_go(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
-	for (int64_t i = 1; i <= M; i++) {
+	int64_t *next = ura_state(cx);
+	int64_t end = bounded ? *next + CHUNK : M + 1;
+	if (end > M + 1)
+		end = M + 1;
+	for (int64_t i = *next ? *next : 1; i < end; i++) {
 		int rc = ura_send(cx, receiver, A_X, i);
 		if (rc < 0) {
 			fprintf(stderr, "send: %s\n", ura_strerror(rc));
 			exit(1);
 		}
 	}
-	ura_stop(cx);
+	*next = end;
+	if (end <= M)
+		B_CHECK(ura_send(cx, ura_self(cx), A_GO));
+	else
+		ura_stop(cx);
 }
 
 URA_BEHAVIOR(recv_beh, URA_ON(A_X, "i", on_x));
 URA_BEHAVIOR(sender_beh, URA_ON(A_GO, "", on_go));
 static const ura_class recv_class = { .name = "receiver", .state_size = sizeof(recv_state), .initial = &recv_beh };
-static const ura_class sender_class = { .name = "sender", .initial = &sender_beh };
+static const ura_class sender_class = { .name = "sender", .state_size = sizeof(int64_t),
+					 .initial = &sender_beh };
 
 static void *sender_thread(void *arg)
 {
@@ -74,17 +89,29 @@ int main(int argc, char **argv)
 	int64_t S = b_pos(argc, argv, 1, 20);
 	M = b_pos(argc, argv, 2, 1000000);
 	int actors = b_flag(argc, argv, "--actors");
+	long long bound = 0; /* --bound=N */
+	for (int a = 1; a < argc; a++)
+		if (!strncmp(argv[a], "--bound=", 8))
+			bound = atoll(argv[a] + 8);
+	long long low = 0; /* --low=N: the low-water mark (default bound/2) */
+	for (int a = 1; a < argc; a++)
+		if (!strncmp(argv[a], "--low=", 6))
+			low = atoll(argv[a] + 6);
+	bounded = bound > 0;
+	ura_mailbox_opts mb = { .capacity = (uint32_t)bound, .full = URA_FULL_MUTE,
+				.low_water = (uint32_t)low };
+	ura_spawn_opts so = { .mailbox = bounded ? &mb : NULL };
 	uint64_t total = (uint64_t)S * (uint64_t)M;
 	pthread_t *th = calloc((size_t)S, sizeof *th);
 	if (!th)
 		b_fail("out of memory");
 	sys = b_system();
 	double t0 = b_now();
-	B_CHECK(ura_spawn(sys, &recv_class, &(recv_state){ .total = total }, &receiver));
+	B_CHECK(ura_spawn_ex(sys, &recv_class, &(recv_state){ .total = total }, &so, &receiver));
 	if (actors) {
 		for (int64_t s = 0; s < S; s++) {
 			ura_ref r;
-			B_CHECK(ura_spawn(sys, &sender_class, NULL, &r));
+			B_CHECK(ura_spawn(sys, &sender_class, &(int64_t){ 1 }, &r));
 			B_CHECK(ura_send(sys, r, A_GO));
 		}
 	} else {
@@ -98,6 +125,8 @@ int main(int argc, char **argv)
 	B_CHECK(ura_system_await(sys));
 	double dt = b_now() - t0;
 	unsigned workers = b_workers(sys);
+	ura_stats st = { 0 };
+	ura_system_stats(sys, &st);
 	int rc = ura_system_destroy(sys);
 	uint64_t want_sum = (uint64_t)S * ((uint64_t)M * (uint64_t)(M + 1) / 2);
 	if (got_count != total || got_sum != want_sum || rc < 0) {
@@ -106,11 +135,13 @@ int main(int argc, char **argv)
 			(unsigned long long)total, (unsigned long long)want_sum, rc);
 		b_fail("mailbox");
 	}
-	printf("bench=mailbox system=ura workers=%u senders=%lld m=%lld mode=%s msgs=%llu "
-	       "peak_rss_kb=%ld sent_s=%.6f wall_s=%.6f rate=%.0f\n",
-	       workers, (long long)S, (long long)M, actors ? "actors" : "threads",
+	printf("bench=mailbox system=ura workers=%u senders=%lld m=%lld mode=%s bound=%lld msgs=%llu "
+	       "peak_rss_kb=%ld sent_s=%.6f wall_s=%.6f rate=%.0f waits=%llu mutes=%llu turns=%llu sleeps=%llu\n",
+	       workers, (long long)S, (long long)M, actors ? "actors" : "threads", bound,
 	       (unsigned long long)total, b_peak_rss_kb(), actors ? 0.0 : t_sent, dt,
-	       (double)total / dt);
+	       (double)total / dt, (unsigned long long)st.mb_waits,
+	       (unsigned long long)st.mb_mutes, (unsigned long long)st.turns,
+	       (unsigned long long)st.sleeps);
 	free(th);
 	return 0;
 }

@@ -263,6 +263,9 @@ static long group_send(ura_group *g, struct ura__worker *w, ura_ref from,
 			reached++;
 		} else if (rc == -ESRCH) {
 			atomic_fetch_add_explicit(&g->dead_seen, 1, memory_order_relaxed);
+		} else if (rc == -EAGAIN || rc == URA_DROPPED) {
+			/* A full bounded member (counted in ura_stats): not
+			 * reached, and the others still get it. */
 		} else {
 			err = rc; /* bad message, no memory, shut down: stop */
 			break;

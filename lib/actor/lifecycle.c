@@ -99,6 +99,8 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	/* release: a sender that sees the new generation refuses to send;
 	 * one that raced us carries the old one and becomes a dead letter. */
 	atomic_store_explicit(&a->gen, ura__own_gen(a) + 1, memory_order_release);
+	/* Senders muted on it, threads waiting for it: released. */
+	ura__bp_stop(sys, w, a);
 	if (a->x && a->x->rt) {
 		ura__timer_cancel(sys, w, a->x->rt);
 		a->x->rt = 0;
@@ -126,7 +128,8 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
  * and its ref valid (*ref); NULL when there is no memory. Spawn runs init
  * next; a restore fills the state from a snapshot. */
 static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
-				    const ura_class *cls, unsigned node, ura_ref *ref)
+				    const ura_class *cls, const ura_mailbox_opts *mbo,
+				    unsigned node, ura_ref *ref)
 {
 	struct ura__actor *a = ura__slot_take(sys, w);
 	if (!a)
@@ -138,6 +141,13 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	if (a->x) {
 		ura__sig_free(w, a);
 		ura__actor_x_free(a);
+	}
+	/* The mailbox's bound (core/bound.h): its bit goes with the node. */
+	int hb = ura__bp_setup(sys, a, mbo);
+	if (hb < 0) {
+		ura__slot_free(sys, w, a);
+		release(sys, w, a);
+		return NULL;
 	}
 	a->inline_state = cls->state_size <= sizeof a->inl;
 	if (a->inline_state) {
@@ -155,7 +165,7 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	a->beh = cls->initial;
 	a->state = state;
 	a->stopping = a->became = 0;
-	atomic_store_explicit(&a->home_node, (uint16_t)node, memory_order_relaxed);
+	atomic_store_explicit(&a->home_node, (uint16_t)(node | (unsigned)hb), memory_order_relaxed);
 	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
 			      memory_order_relaxed);
 	a->state_kind = URA__A_ALIVE;
@@ -261,6 +271,10 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_) ||
 	    cls->unmatched > URA_UNMATCHED_STASH || ura__behavior_ok(cls->initial) < 0)
 		return -EINVAL;
+	/* The spawn's bound replaces the class's; both are checked. */
+	const ura_mailbox_opts *mbo = opts && opts->mailbox ? opts->mailbox : cls->mailbox;
+	if (ura__bp_check(cls->mailbox) < 0 || (opts && ura__bp_check(opts->mailbox) < 0))
+		return -EINVAL;
 	if (opts && opts->worker.k1_) {
 		if (opts->worker.k1_ < 0 || (unsigned)opts->worker.k1_ > sys->nworkers)
 			return -EINVAL;
@@ -271,7 +285,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 		node = (unsigned)opts->node.k1_ - 1;
 	}
 	ura_ref ref;
-	struct ura__actor *a = incarnate(sys, w, cls, node, &ref);
+	struct ura__actor *a = incarnate(sys, w, cls, mbo, node, &ref);
 	if (!a)
 		return -ENOMEM;
 	void *state = a->state;
@@ -441,7 +455,8 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
 					  unsigned node, ura_ref *out)
 {
-	struct ura__actor *a = incarnate(sys, NULL, cls, node, out);
+	const ura_mailbox_opts *mbo = ura__bp_check(cls->mailbox) == 0 ? cls->mailbox : NULL;
+	struct ura__actor *a = incarnate(sys, NULL, cls, mbo, node, out);
 	/* relaxed: a restore fills a paused system; no snapshot is running
 	 * to move the phase. */
 	if (a)

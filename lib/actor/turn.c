@@ -196,17 +196,48 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	 * pushes' exchange, as the pops below do. */
 	uintptr_t entry = atomic_load_explicit(&a->mb.head, memory_order_acquire) &
 			  ~URA__MB_IDLE;
+	/* A bounded mailbox's record, and the counted messages this turn
+	 * took (core/bound.h): given back once, at the end. */
+	struct ura__bp *bp = NULL;
+	unsigned bpn = 0;
 
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		retire(w, a, r);
 		ura__inc(&w->st.received);
-		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph)) {
+		/* One test for the common case: same phase, no poke, not a
+		 * bounded mailbox's (URA__MF_BP, core/bound.h). */
+		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE | URA__MF_BP)) == aph)) {
 			same++;
 		} else {
-			int poke = sys->hooks.phase_msg ? sys->hooks.phase_msg(w, a, m, &same) : 0;
-			aph = a->snap_ph ? URA__MF_PH : 0;
-			w->ph.cur = (uint8_t)(URA__MF_SNAPD | aph);
-			if (poke) {
+			int drop = 0;
+			if (m->flags & URA__MF_BP) {
+				if (!bp)
+					bp = ura__bp_of(sys, a->idx);
+				bpn++;
+				/* relaxed: a hint; ura__bp_owed takes it with a CAS. */
+				drop = atomic_load_explicit(&bp->owed, memory_order_relaxed) &&
+				       ura__bp_owed(sys, bp);
+			}
+			if ((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph) {
+				same++;
+			} else {
+				int poke = sys->hooks.phase_msg ? sys->hooks.phase_msg(w, a, m, &same)
+								: 0;
+				aph = a->snap_ph ? URA__MF_PH : 0;
+				w->ph.cur = (uint8_t)(URA__MF_SNAPD | aph);
+				if (poke) {
+					if ((uintptr_t)m == entry || ++n >= sys->batch)
+						break;
+					continue;
+				}
+			}
+			if (ura__unlikely(drop)) {
+				/* DROP_OLDEST: this one goes so that a newer
+				 * one could be accepted; a request that was
+				 * sent still ends. */
+				if (m->kind == URA__MK_REQUEST && a->state_kind == URA__A_ALIVE)
+					ura__request_orphan(sys, w, a, m, URA_DROPPED_REASON,
+							    (ura_value){ 0 });
 				if ((uintptr_t)m == entry || ++n >= sys->batch)
 					break;
 				continue;
@@ -239,14 +270,20 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 		}
 		if ((matched || became) && ((a->x && a->x->rt) || a->beh->timeout_ns))
 			ura__rt_rearm(sys, w, a);
-		if ((uintptr_t)m == entry || ++n >= sys->batch)
+		/* A send met a full URA_FULL_MUTE mailbox: the turn ends here. */
+		if ((uintptr_t)m == entry || ++n >= sys->batch || ura__unlikely(w->mute_on))
 			break;
 	}
 	ura__phase_recv(&w->ph, a->snap_ph, same);
+	if (ura__unlikely(bpn))
+		ura__bp_taken(sys, w, bp, bpn);
 	/* Hand this turn's cross-node batches over before the actor can run
 	 * anywhere else: a thief must not overtake them. */
 	if (w->outbox_dirty)
 		ura__outbox_flush_all(w);
+	/* Muted: the receiver's mute list holds the token now. */
+	if (ura__unlikely(w->mute_on) && ura__bp_mute(sys, w, a))
+		return;
 	if (ura__mb_mark_idle(&a->mb))
 		return;
 	/* More messages (or a push half done): back of the queue. */

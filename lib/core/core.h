@@ -28,6 +28,7 @@ struct ura__groups;      /* actor/group.h: the system's groups */
 struct ura__names;       /* actor/registry.c: the name registry */
 struct ura__snap;        /* snap/snap.h: snapshots */
 struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
+struct ura__bp;          /* core/bound.h: a bounded mailbox's record */
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -96,6 +97,12 @@ struct ura__worker {
 	struct ura__timers *tm;        /* time/ */
 	struct ura__io *io;            /* io/ */
 	struct ura__wrec *rec;         /* snap/ */
+	/* A send of the running turn's actor met a full URA_FULL_MUTE
+	 * mailbox (core/bound.h): the receiver and its generation, and the
+	 * sender's ref (the turn mutes only its own actor). */
+	struct ura__actor *mute_on;
+	uint32_t mute_gen;
+	uint64_t mute_from;
 	pthread_t thread;
 	int started;
 
@@ -131,6 +138,16 @@ struct ura__hooks {
 			 unsigned *same);
 	/* a (token held) is of another phase than the system: capture it. */
 	void (*capture)(struct ura__worker *w, struct ura__actor *a);
+};
+
+/* Message pools of threads that are not workers (core/send.c): each a
+ * slice of the arena after the workers' (msg/msg.h), claimed by a thread
+ * on its first send and given back when it exits; workers return its
+ * blocks in batches, as between workers. */
+#define URA__EXT_POOLS 128
+struct ura__extpool {
+	alignas(URA__CACHELINE) struct ura__pool pool;
+	_Atomic int taken;
 };
 
 /* Sends from threads that are not workers, counted for quiescence and by
@@ -179,7 +196,10 @@ struct ura_system {
 	_Atomic uint64_t ext_stopped;
 
 	struct ura__node *nodes;       /* nnodes, cache-aligned */
-	struct ura__arena arena;       /* the workers' pool slices */
+	struct ura__arena arena;       /* the workers' pool slices, then extp's */
+	struct ura__extpool *extp;     /* nextp; NULL without an arena */
+	unsigned nextp;
+	pthread_key_t ext_key;         /* a thread's extp (or none), when nextp */
 	unsigned nnodes;
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
 	uint64_t steal_remote_ns;      /* local victims empty this long first */
@@ -194,6 +214,14 @@ struct ura_system {
 	uint32_t tag;                  /* in every slot's idx: refs say whose */
 	uint32_t chunk_top;            /* chunks made: [0, chunk_top), under slot_lock */
 	struct ura__actor *ext_free;   /* under slot_lock */
+	/* Bounded mailboxes (core/bound.h): per chunk of slots, a page of
+	 * records, made on the chunk's first bounded spawn (under slot_lock). */
+	_Atomic(_Atomic(struct ura__bp *) *) *bps;
+
+	/* Bounded mailboxes' counters (core/bound.c; ura_stats.mb_*). */
+	alignas(URA__CACHELINE) struct ura__bpstats {
+		_Atomic uint64_t dropped, refused, mutes, waits, overloads, over;
+	} bpst;
 
 	/* Quiescence waiters (core/quiesce.c). */
 	alignas(URA__CACHELINE) pthread_mutex_t q_lock;
@@ -267,6 +295,14 @@ static inline struct ura__pool *ura__pool_of(struct ura__worker *w)
 {
 	return w ? &w->pool : NULL;
 }
+
+/* core/send.c: this thread's pool for sends into sys (not a worker of
+ * it), or NULL: malloc. Used only by the sends from outside, which free
+ * what they made into it again on failure. */
+struct ura__pool *ura__ext_pool(ura_system *sys);
+/* runtime/system.c, after the arena and before the workers' pools go. */
+int ura__ext_init(ura_system *sys);
+void ura__ext_fini(ura_system *sys);
 
 /* The actor's state and its size (0 without state); URA_G_FIELD reads it
  * and must not read past its end. */

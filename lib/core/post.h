@@ -11,6 +11,7 @@
 #ifndef URA_CORE_POST_H
 #define URA_CORE_POST_H
 
+#include "core/bound.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/sched.h"
@@ -18,10 +19,10 @@
 /* Checks a send to `to` and builds its message: nothing is counted or
  * pushed. -EINVAL (no tag, or an invalid one), the value errors of ura__msg_size, -ESRCH
  * (`to` is not alive), -ESHUTDOWN, -ENOMEM. */
-static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref from,
-				ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
-				uint8_t kind, uint32_t req, struct ura__actor **ap,
-				struct ura_msg **mp)
+static inline int ura__msg_make_in(ura_system *sys, struct ura__worker *w,
+				   struct ura__pool *ext, ura_ref from, ura_ref to, ura_atom tag,
+				   const ura_value *vals, unsigned n, uint8_t kind, uint32_t req,
+				   struct ura__actor **ap, struct ura_msg **mp)
 {
 	if (ura__unlikely(!sys || !ura_atom_valid(tag)))
 		return -EINVAL;
@@ -36,7 +37,9 @@ static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref 
 		return -ESRCH;
 	if (ura__unlikely(atomic_load_explicit(&sys->shutdown, memory_order_relaxed)))
 		return -ESHUTDOWN;
-	struct ura_msg *m = ura__msg_alloc(ura__pool_of(w), (size_t)size);
+	/* ext: the pool off the workers (a constant NULL in ura__msg_make,
+	 * so that nothing is computed early and kept across the calls). */
+	struct ura_msg *m = ura__msg_alloc(w ? &w->pool : ext, (size_t)size);
 	if (ura__unlikely(!m))
 		return -ENOMEM;
 	ura__msg_fill(m, tag, from, vals, n);
@@ -49,6 +52,15 @@ static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref 
 	*ap = a;
 	*mp = m;
 	return 0;
+}
+
+/* The same, from w's pool (malloc off the workers). */
+static inline int ura__msg_make(ura_system *sys, struct ura__worker *w, ura_ref from,
+				ura_ref to, ura_atom tag, const ura_value *vals, unsigned n,
+				uint8_t kind, uint32_t req, struct ura__actor **ap,
+				struct ura_msg **mp)
+{
+	return ura__msg_make_in(sys, w, NULL, from, to, tag, vals, n, kind, req, ap, mp);
 }
 
 /* Counts a message as sent, by whoever sends it, before it is posted: the
@@ -104,9 +116,24 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 {
 	struct ura__actor *a = NULL;
 	struct ura_msg *m = NULL;
-	int rc = ura__msg_make(sys, w, from, to, tag, vals, n, kind, req, &a, &m);
+	int rc = ura__msg_make(sys, w, from, to, tag, vals, n, (uint8_t)(kind & ~URA__MK_NOBOUND), req,
+			       &a, &m);
 	if (ura__unlikely(rc < 0))
 		return rc;
+	/* A bounded mailbox (core/bound.h) admits plain sends and requests;
+	 * system messages pass. kind is a constant in most callers. (make
+	 * set a: saying so keeps gcc from warning about a NULL load.) */
+	if (!a)
+		__builtin_unreachable();
+	if (kind <= URA__MK_REQUEST &&
+	    ura__unlikely(atomic_load_explicit(&a->home_node, memory_order_relaxed) &
+			  URA__HOME_BOUNDED)) {
+		rc = ura__bp_admit(sys, w, from, to, a, m, 0);
+		if (rc) {
+			ura__msg_free(ura__pool_of(w), m);
+			return rc;
+		}
+	}
 	ura__count_sent(sys, w, m);
 	ura__post(sys, w, home, a, m);
 	return 0;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Sends (ura_send) and the post of messages made ahead of time. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/post.h"
 
@@ -31,14 +34,121 @@ URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			     vals, n, URA__MK_PLAIN, 0);
 }
 
+/* ---- sends from threads that are not workers ---------------------- */
+
+/* A thread that found every pool taken: it mallocs. */
+#define EXT_NONE ((void *)1)
+
+static void ext_release(void *p)
+{
+	/* release: pairs with the claim's acquire CAS; the next thread to
+	 * take this pool sees every write of ours to it. */
+	if (p != EXT_NONE)
+		atomic_store_explicit(&((struct ura__extpool *)p)->taken, 0, memory_order_release);
+}
+
+int ura__ext_init(ura_system *sys)
+{
+	if (!sys->arena.base || sys->arena.n <= sys->nworkers)
+		return 0;
+	unsigned n = sys->arena.n - sys->nworkers;
+	/* Zeroed: a pool is made by the first thread that claims it, so a
+	 * system nobody sends to from outside pays nothing more. */
+	sys->extp = aligned_alloc(URA__CACHELINE, n * sizeof *sys->extp);
+	if (!sys->extp)
+		return -ENOMEM;
+	memset(sys->extp, 0, n * sizeof *sys->extp);
+	if (pthread_key_create(&sys->ext_key, ext_release) != 0) {
+		/* No key left in the process: sends from outside malloc. */
+		free(sys->extp);
+		sys->extp = NULL;
+		return 0;
+	}
+	sys->nextp = n;
+	return 0;
+}
+
+void ura__ext_fini(ura_system *sys)
+{
+	if (!sys->extp)
+		return;
+	/* From here on no thread's exit touches sys. */
+	pthread_key_delete(sys->ext_key);
+	for (unsigned k = 0; k < sys->nextp; k++)
+		if (sys->extp[k].pool.arena)
+			ura__pool_drain(&sys->extp[k].pool);
+	free(sys->extp);
+	sys->extp = NULL;
+	sys->nextp = 0;
+}
+
+static __attribute__((noinline)) struct ura__pool *ext_claim(ura_system *sys)
+{
+	for (unsigned k = 0; k < sys->nextp; k++) {
+		int free_ = 0;
+		/* acquire: pairs with ext_release (the pool's last owner). */
+		if (!atomic_load_explicit(&sys->extp[k].taken, memory_order_relaxed) &&
+		    atomic_compare_exchange_strong_explicit(&sys->extp[k].taken, &free_, 1,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			struct ura__pool *p = &sys->extp[k].pool;
+			if ((!p->arena && ura__pool_init(p, &sys->arena, sys->nworkers + k) < 0) ||
+			    pthread_setspecific(sys->ext_key, &sys->extp[k]) != 0) {
+				ext_release(&sys->extp[k]);
+				return NULL;
+			}
+			return p;
+		}
+	}
+	(void)pthread_setspecific(sys->ext_key, EXT_NONE);
+	return NULL;
+}
+
+struct ura__pool *ura__ext_pool(ura_system *sys)
+{
+	if (!sys->nextp)
+		return NULL;
+	void *p = pthread_getspecific(sys->ext_key);
+	if (ura__likely(p))
+		return p == EXT_NONE ? NULL : &((struct ura__extpool *)p)->pool;
+	return ext_claim(sys);
+}
+
+/* A send from a thread that is not a worker: its message from the
+ * thread's pool; deadline as ura__bp_admit's (0: the policy decides). */
+static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *vals,
+		    unsigned n, uint64_t deadline)
+{
+	struct ura__pool *pool = ura__ext_pool(sys);
+	struct ura__actor *a = NULL;
+	struct ura_msg *m = NULL;
+	int rc = ura__msg_make_in(sys, NULL, pool, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN,
+				  0, &a, &m);
+	if (rc < 0)
+		return rc;
+	if (!a)
+		__builtin_unreachable();
+	if (atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED) {
+		rc = ura__bp_admit(sys, NULL, URA_NOREF, to, a, m, deadline);
+		if (rc) {
+			ura__msg_free(pool, m);
+			return rc;
+		}
+	}
+	ura__count_sent(sys, NULL, m);
+	ura__post(sys, NULL, 0, a, m);
+	return 0;
+}
+
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n)
 {
 	if (!sys)
 		return -EINVAL;
 	struct ura__worker *w = ura__thread_worker(sys);
-	return ura__send_msg(sys, w, w ? w->node : 0, URA_NOREF, to, tag, vals, n,
-			     URA__MK_PLAIN, 0);
+	if (!w)
+		return send_ext(sys, to, tag, vals, n, 0);
+	return ura__send_msg(sys, w, w->node, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN, 0);
 }
 
 int ura__send(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
@@ -69,4 +179,35 @@ void ura__post_made(struct ura__worker *w, ura_ref to, struct ura_msg *m)
 		m->flags |= ura__phase_stamp(w->sys) | URA__MF_NOSNAP;
 	ura__phase_sent(&w->ph, m);
 	ura__post(w->sys, w, w->node, a, m);
+}
+
+URA_API int ura_sendv_wait(ura_system *sys, ura_ref to, uint64_t deadline_ns,
+			   ura_atom tag, const ura_value *vals, unsigned n)
+{
+	if (!sys)
+		return -EINVAL;
+	if (ura__current_worker)
+		return -EDEADLK;
+	/* 1: a deadline in the past still tries once. */
+	return send_ext(sys, to, tag, vals, n, deadline_ns ? deadline_ns : 1);
+}
+
+URA_API uint64_t ura_now_ns(void)
+{
+	return ura__now_ns();
+}
+
+URA_API int64_t ura_mailbox_depth(ura_system *sys, ura_ref r)
+{
+	if (!sys)
+		return -EINVAL;
+	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(r));
+	uint32_t gen = ura__ref_gen(r);
+	/* acquire: pairs with the release stores of gen at spawn and stop. */
+	if (!a || !(gen & 1) || atomic_load_explicit(&a->gen, memory_order_acquire) != gen)
+		return -ESRCH;
+	if (!(atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED))
+		return -ENOTSUP;
+	struct ura__bp *bp = ura__bp_of(sys, a->idx);
+	return bp ? (int64_t)atomic_load_explicit(&bp->depth, memory_order_relaxed) : -ENOTSUP;
 }

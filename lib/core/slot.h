@@ -87,9 +87,15 @@ struct ura__actor_x {
 _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
 _Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");
 
+/* home_node's top bits (core/bound.h): the actor's mailbox is bounded;
+ * the actor is muted (on a full mailbox). Nodes fit in the rest. */
+#define URA__HOME_BOUNDED 0x8000u
+#define URA__HOME_MUTED 0x4000u
+#define URA__HOME_NODE 0x3fffu
+
 static inline unsigned ura__home(struct ura__actor *a)
 {
-	return atomic_load_explicit(&a->home_node, memory_order_relaxed);
+	return atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_NODE;
 }
 
 /* Slots come in chunks; chunk pointers never move. */

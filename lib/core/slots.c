@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bound.h"
 #include "core/core.h"
 
 struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r)
@@ -117,6 +118,11 @@ int ura__slots_init(ura_system *sys)
 	sys->chunks = ura__calloc(URA__MAX_CHUNKS, sizeof *sys->chunks);
 	if (!sys->chunks)
 		return -ENOMEM;
+	if (ura__bp_init(sys) < 0) {
+		free(sys->chunks);
+		sys->chunks = NULL;
+		return -ENOMEM;
+	}
 	atomic_store_explicit(&sys->idx_hwm, 1, memory_order_relaxed); /* 0: the null ref */
 	pthread_mutex_init(&sys->slot_lock, NULL);
 	return 0;
@@ -126,6 +132,7 @@ void ura__slots_fini(ura_system *sys)
 {
 	if (!sys->chunks)
 		return;
+	ura__bp_fini(sys);
 	/* Only the chunks made (a loop over all 64 Ki pointers cost 10 ms
 	 * a destroy under ASan). */
 	for (uint32_t c = 0; c < sys->chunk_top; c++)

@@ -410,7 +410,11 @@ typedef struct ura_class {
 	 * that returns an error never calls it). Must not send. */
 	void (*destroy)(void *state);
 	uint32_t unmatched;          /* ura_unmatched; default DROP */
-	uint64_t reserved_[6];       /* zero */
+	/* A bounded mailbox for every actor of the class (see "Bounded
+	 * mailboxes" below); NULL: unbounded. Read at each spawn; must
+	 * outlive the spawn calls only. */
+	const struct ura_mailbox_opts *mailbox;
+	uint64_t reserved_[5];       /* zero */
 } ura_class;
 
 /* ------------------------------------------------------------------------ */
@@ -530,7 +534,14 @@ typedef struct ura_stats {
 	uint64_t io_completed;     /* their completion messages */
 	uint64_t io_inflight;      /* started and not finally completed */
 	uint64_t io_deferred;      /* waited in user space for CQ room */
-	uint64_t reserved_[32];    /* written as zero: later counters go here */
+	/* Bounded mailboxes: */
+	uint64_t mb_dropped;       /* dropped by DROP_NEWEST or DROP_OLDEST */
+	uint64_t mb_refused;       /* sends refused with -EAGAIN (or timed out) */
+	uint64_t mb_mutes;         /* times a sending actor was muted */
+	uint64_t mb_waits;         /* sends from outside that had to wait */
+	uint64_t mb_overloads;     /* URA_OVERLOAD signals sent */
+	uint64_t mb_over;          /* accepted over the bound (see URA_FULL_MUTE) */
+	uint64_t reserved_[26];    /* written as zero: later counters go here */
 } ura_stats;
 URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 
@@ -600,7 +611,10 @@ typedef struct ura_spawn_opts {
 	int link;
 	uint32_t reserved0_;   /* zero */
 	ura_mon *monitor;
-	uint64_t reserved_[4]; /* zero */
+	/* This actor's mailbox bound, instead of its class's (copied at
+	 * spawn; see "Bounded mailboxes"). NULL: the class's. */
+	const struct ura_mailbox_opts *mailbox;
+	uint64_t reserved_[3]; /* zero */
 } ura_spawn_opts;
 
 /* Where an actor lives: its node (0-based) and the worker that ran it
@@ -619,12 +633,115 @@ URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
 /* ------------------------------------------------------------------------ */
 /* Sending. vals/n are copied. Returns 0, -ESRCH (the target has stopped or
  * never existed), -EINVAL (bad tag or value), -EMSGSIZE (over URA_MSG_MAX),
- * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. */
+ * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. To a bounded
+ * mailbox that is full (below), also -EAGAIN or URA_DROPPED, or the call
+ * waits (from outside the workers, URA_FULL_MUTE). */
 
 URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
+
+/* ------------------------------------------------------------------------ */
+/* Bounded mailboxes (backpressure).
+ *
+ * A mailbox is unbounded unless its class (ura_class.mailbox) or its spawn
+ * (ura_spawn_opts.mailbox) gives it a capacity. A bounded mailbox counts
+ * the messages senders put in it and not yet taken by the actor (its
+ * depth, ura_mailbox_depth); when the depth is at the capacity, a new
+ * message meets the mailbox's policy, `full`:
+ *
+ *                      | from a handler       | from another thread
+ *  URA_FULL_REFUSE     | -EAGAIN              | -EAGAIN
+ *  URA_FULL_DROP_NEWEST| dropped: URA_DROPPED | dropped: URA_DROPPED
+ *  URA_FULL_DROP_OLDEST| accepted; the oldest queued message is dropped
+ *  URA_FULL_MUTE       | accepted; the sender | waits until there is room
+ *                      | is muted (below)     | (ura_sendv_wait: a deadline)
+ *
+ * -EAGAIN: nothing was accepted, the caller keeps its values and may try
+ * again. URA_DROPPED (1, not an error): the call succeeded but the
+ * message was dropped, and counted (ura_stats.mb_dropped). DROP_OLDEST
+ * drops when the actor next takes a message (its turn), so the queue may
+ * exceed the capacity until then; a dropped request is answered with
+ * URA_ERROR(URA_DROPPED_REASON). A request meeting DROP_NEWEST is refused
+ * with -EAGAIN instead (a request that was sent always ends).
+ *
+ * Muting (Pony's): the message is accepted, no message is lost and no
+ * worker blocks; the sending actor finishes the handler it is in, and is
+ * then not scheduled again until the receiver has drained to its low-water
+ * mark (or stopped). Messages to a muted actor wait in its mailbox. A send
+ * on a worker thread by no actor (ura_sendv_sys from a handler) is
+ * accepted over the bound (ura_stats.mb_over): a worker never blocks.
+ * The rule that keeps mutes from deadlocking: an actor is never muted on
+ * a receiver that is muted itself; that send is accepted over the bound
+ * instead. So muted actors form chains, never cycles, and the head of a
+ * chain is not muted: it runs, drains, and releases the rest. While a
+ * receiver is muted its mailbox may therefore exceed its capacity.
+ *
+ * A group send (ura_send_group) skips a member whose mailbox refuses or
+ * drops it: that member is not counted as reached; the others get it.
+ *
+ * Never bounded: system messages (DOWN, EXIT, links and monitors), replies
+ * and request errors, timeouts, I/O completions, OS signals, URA_OVERLOAD
+ * itself. They neither count in the depth nor meet the policy.
+ *
+ * The overload signal: with `overload` set, the actor is sent
+ * URA_OVERLOAD(i64 depth) when its depth reaches high_water; once more
+ * only after the depth fell to low_water. It is an ordinary message for
+ * the behavior (unmatched: dropped like any).
+ *
+ * Stopped actors, snapshots and quiescence: a receiver that stops releases
+ * the actors muted on it and wakes the threads waiting for it (they get
+ * -ESRCH); a muted actor is not quiescent (the receiver it waits for has
+ * messages, so the system is not idle) and is captured by a snapshot when
+ * it runs again, which the rule above guarantees.
+ */
+typedef enum ura_full {
+	URA_FULL_REFUSE = 0,
+	URA_FULL_DROP_NEWEST,
+	URA_FULL_DROP_OLDEST,
+	URA_FULL_MUTE,
+} ura_full;
+
+/* The largest capacity. */
+#define URA_MAILBOX_MAX (1u << 24)
+/* What a send returns when DROP_NEWEST dropped its message. */
+#define URA_DROPPED 1
+#define URA_OVERLOAD URA_ATOM("_overload")
+/* The reason of the URA_ERROR a request dropped by DROP_OLDEST gets. */
+#define URA_DROPPED_REASON URA_ATOM("dropped")
+
+typedef struct ura_mailbox_opts {
+	uint32_t capacity;   /* 1 .. URA_MAILBOX_MAX (unbounded: no opts) */
+	uint32_t full;       /* ura_full */
+	/* Muted senders resume and waiting threads wake when the depth falls
+	 * to this; 0: capacity / 2. Must be below capacity. */
+	uint32_t low_water;
+	/* The overload signal's depth; 0: capacity. At most capacity. */
+	uint32_t high_water;
+	uint32_t overload;   /* nonzero: send URA_OVERLOAD (above) */
+	uint32_t reserved0_; /* zero */
+	uint64_t reserved_[2]; /* zero */
+} ura_mailbox_opts;
+/* Spawn checks the opts (the class's and the spawn's): a capacity of 0 or
+ * beyond URA_MAILBOX_MAX, a policy out of range, low_water >= capacity,
+ * high_water > capacity, or reserved words not zero: -EINVAL. */
+
+/* Like ura_sendv_sys, from a thread that is not a worker, waiting while
+ * the target's bounded mailbox is full, whatever its policy, until there
+ * is room or `deadline_ns` (CLOCK_MONOTONIC, ura_now_ns) passes: then
+ * -ETIMEDOUT and nothing is sent. A deadline in the past tries once.
+ * -ESRCH also when the target stops while we wait, -ESHUTDOWN when the
+ * system shuts down; -EDEADLK from a worker thread. To an unbounded
+ * mailbox it is ura_sendv_sys. */
+URA_API int ura_sendv_wait(ura_system *sys, ura_ref to, uint64_t deadline_ns,
+			   ura_atom tag, const ura_value *vals, unsigned n);
+/* CLOCK_MONOTONIC in nanoseconds, for deadlines. Any thread. */
+URA_API uint64_t ura_now_ns(void);
+/* The depth of r's bounded mailbox (messages accepted and not yet taken);
+ * -ENOTSUP for an unbounded mailbox (it keeps no count, for speed),
+ * -ESRCH for a stopped actor. Any thread; a moment's view. */
+URA_API int64_t ura_mailbox_depth(ura_system *sys, ura_ref r);
 /* ------------------------------------------------------------------------ */
 /* Requests that end. A request is a send whose answer goes to a
  * continuation of the requester instead of its behavior:
@@ -1518,6 +1635,9 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 	ura_ctx *: ura_sendv_ctx, ura_system *: ura_sendv_sys)(            \
 	(x), (to), URA__TV(__VA_ARGS__))
 #define ura_reply(cx, ...) ura_replyv((cx), URA__TV(__VA_ARGS__))
+/* ura_send_wait(sys, to, deadline_ns, TAG, values...): ura_sendv_wait. */
+#define ura_send_wait(sys, to, deadline, ...)                              \
+	ura_sendv_wait((sys), (to), (deadline), URA__TV(__VA_ARGS__))
 #define ura_request(cx, to, cont, data, ...)                               \
 	ura_requestv((cx), (to), (cont), (data), URA__TV(__VA_ARGS__))
 #define ura_request_for(cx, to, timeout, cont, data, ...)                  \
@@ -1691,6 +1811,9 @@ template <class... A> struct vals {
 
 template <class X, class... A> int send(X *x, ura_ref to, ura_atom t, A... a)
 { vals<A...> vs(a...); return sendv(x, to, t, vs.p(), vs.n); }
+template <class... A>
+int send_wait(ura_system *x, ura_ref to, uint64_t dl, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_sendv_wait(x, to, dl, t, vs.p(), vs.n); }
 template <class... A> int reply(ura_ctx *cx, ura_atom t, A... a)
 { vals<A...> vs(a...); return ura_replyv(cx, t, vs.p(), vs.n); }
 template <class... A>
@@ -1774,6 +1897,8 @@ inline int sup_start(ura_system *x, const ura_sup_spec *s, const ura_spawn_opts 
 
 #define ura_send(x, to, ...) ::ura_detail::send((x), (to), __VA_ARGS__)
 #define ura_reply(cx, ...) ::ura_detail::reply((cx), __VA_ARGS__)
+#define ura_send_wait(sys, to, deadline, ...)                              \
+	::ura_detail::send_wait((sys), (to), (deadline), __VA_ARGS__)
 #define ura_request(cx, to, cont, data, ...)                               \
 	::ura_detail::request((cx), (to), (cont), (data), __VA_ARGS__)
 #define ura_request_for(cx, to, timeout, cont, data, ...)                  \

@@ -123,7 +123,9 @@ int ura__signals_service(struct ura__worker *w, uint64_t *now, int idle)
 			if (ura_ref_null(to[i]))
 				continue;
 			ura_value v = ura_v_i64(signo);
-			int rc = ura__send(sys, w, URA_NOREF, to[i], URA_SIGNAL, &v, 1);
+			/* A system message: no mailbox bound refuses it. */
+			int rc = ura__send_msg(sys, w, w->node, URA_NOREF, to[i], URA_SIGNAL, &v, 1,
+					       URA__MK_PLAIN | URA__MK_NOBOUND, 0);
 			if (rc < 0)
 				ura__log(&sys->log, URA_LOG_WARN, "signal %d: subscriber gone (%s)",
 					 signo, ura_strerror(rc));

@@ -10,6 +10,7 @@
 
 #include "actor/actor.h"
 #include "actor/group.h"
+#include "core/bound.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/topo.h"
@@ -141,7 +142,9 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
  * address-space limit), pools fall back to malloc blocks. */
 static int pools_init(ura_system *sys)
 {
-	int arc = ura__arena_init(&sys->arena, sys->nworkers);
+	/* After the workers' slices, one per pool of a thread that sends
+	 * from outside (core/send.c). */
+	int arc = ura__arena_init(&sys->arena, sys->nworkers + URA__EXT_POOLS);
 	if (arc < 0)
 		ura__log(&sys->log, URA_LOG_WARN,
 			 "no pool arena (%s): message blocks come from malloc", ura_strerror(arc));
@@ -157,7 +160,7 @@ static int pools_init(ura_system *sys)
 					 ura_strerror(brc));
 		}
 	}
-	return 0;
+	return ura__ext_init(sys);
 }
 
 /* ---- teardown: the one way down -------------------------------------- */
@@ -192,6 +195,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	lost += ura__outboxes_fini(sys);
 	lost += ura__time_fini(sys);
 	ura__io_fini(sys);
+	ura__ext_fini(sys);
 	for (unsigned i = 0; sys->workers && i < sys->nworkers; i++) {
 		ura__pool_drain(&sys->workers[i].pool);
 		ura__poller_close(&sys->workers[i].poller);
@@ -375,8 +379,10 @@ URA_API int ura_system_shutdown(ura_system *sys)
 	if (ura__current_worker)
 		return -EDEADLK;
 	ura__workers_stop(sys);
-	/* Wake anyone still awaiting: they return -ESHUTDOWN. */
+	/* Wake anyone still awaiting: they return -ESHUTDOWN; so do threads
+	 * waiting for room in a bounded mailbox. */
 	ura__await_wake(sys);
+	ura__bp_wake_all(sys);
 	return 0;
 }
 
@@ -445,6 +451,12 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->io_completed += ura__ld(&s->io_completed);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
+	out->mb_dropped = ura__ld(&sys->bpst.dropped);
+	out->mb_refused = ura__ld(&sys->bpst.refused);
+	out->mb_mutes = ura__ld(&sys->bpst.mutes);
+	out->mb_waits = ura__ld(&sys->bpst.waits);
+	out->mb_overloads = ura__ld(&sys->bpst.overloads);
+	out->mb_over = ura__ld(&sys->bpst.over);
 	out->io_inflight = out->io_submitted > out->io_completed ?
 				   out->io_submitted - out->io_completed : 0;
 	/* Armed from outside: counted once, when armed. (Summing workers'

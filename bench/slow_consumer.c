@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * slow_consumer P M [--bound=N] [--work-ns=W] [--rounds=R] [--quiet]: P
+ * producer actors
+ * each send M messages (CHUNK per handler) to ONE consumer that spends
+ * about W ns on each (default 2000), its mailbox bounded at N with
+ * URA_FULL_MUTE (0: unbounded). Next to it, on the same workers, a ping
+ * and a pong actor do R round trips (default 20000) one at a time, whose
+ * latencies give p50/p99. --quiet runs the pingpong alone (the baseline
+ * for its p99). Verifies that the consumer got P*M messages (nothing
+ * lost); rss_growth_kb is the highest RSS the consumer saw (every 4096
+ * messages, and at the end) minus the RSS before the first send.
+ */
+#include <stdatomic.h>
+
+#include "bench.h"
+
+#define A_X URA_ATOM("x")
+#define A_GO URA_ATOM("go")
+#define A_PING URA_ATOM("ping")
+#define A_PONG URA_ATOM("pong")
+
+#define CHUNK 16
+#define MAXLAT (1 << 20)
+
+static int64_t M, P;
+static uint64_t work_ns = 2000;
+static ura_ref consumer;
+static _Atomic uint64_t got;
+static _Atomic int producers_left;
+static _Atomic long rss_peak_kb;
+static uint64_t *lat;
+static _Atomic long nlat;
+
+static void burn(uint64_t ns)
+{
+	uint64_t end = ura_now_ns() + ns;
+	while (ura_now_ns() < end)
+		;
+}
+
+static void note_rss(void)
+{
+	long r = b_rss_kb(), p = atomic_load(&rss_peak_kb);
+	while (r > p && !atomic_compare_exchange_weak(&rss_peak_kb, &p, r))
+		;
+}
+
+static void on_x(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	burn(work_ns);
+	uint64_t n = atomic_fetch_add_explicit(&got, 1, memory_order_relaxed) + 1;
+	if (n % 4096 == 0)
+		note_rss();
+}
+
+static void on_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	int64_t *next = ura_state(cx);
+	int64_t end = *next + CHUNK > M ? M : *next + CHUNK;
+	for (int64_t i = *next; i < end; i++)
+		B_CHECK(ura_send(cx, consumer, A_X, i));
+	*next = end;
+	if (end < M)
+		B_CHECK(ura_send(cx, ura_self(cx), A_GO));
+	else {
+		atomic_fetch_sub(&producers_left, 1);
+		ura_stop(cx);
+	}
+}
+
+typedef struct { ura_ref pong; uint64_t t0; int64_t left; } ping_state;
+
+static void ping_go(ura_ctx *cx, const ura_msg *m)
+{
+	ping_state *s = ura_state(cx);
+	s->pong = ura_arg_ref(m, 0);
+	s->t0 = ura_now_ns();
+	B_CHECK(ura_send(cx, s->pong, A_PING));
+}
+
+static void ping_pong(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ping_state *s = ura_state(cx);
+	long i = atomic_fetch_add(&nlat, 1);
+	if (i < MAXLAT)
+		lat[i] = ura_now_ns() - s->t0;
+	if (--s->left <= 0) {
+		ura_stop(cx);
+		return;
+	}
+	s->t0 = ura_now_ns();
+	B_CHECK(ura_send(cx, s->pong, A_PING));
+}
+
+static void pong_ping(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	B_CHECK(ura_reply(cx, A_PONG));
+}
+
+URA_BEHAVIOR(cons_beh, URA_ON(A_X, "i", on_x));
+URA_BEHAVIOR(prod_beh, URA_ON(A_GO, "", on_go));
+URA_BEHAVIOR(ping_beh, URA_ON(A_GO, "r", ping_go), URA_ON(A_PONG, "", ping_pong));
+URA_BEHAVIOR(pong_beh, URA_ON(A_PING, "", pong_ping));
+static const ura_class prod_class = { .name = "prod", .state_size = sizeof(int64_t),
+				      .initial = &prod_beh };
+static const ura_class ping_class = { .name = "ping", .state_size = sizeof(ping_state),
+				      .initial = &ping_beh };
+static const ura_class pong_class = { .name = "pong", .initial = &pong_beh };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	P = b_pos(argc, argv, 1, 1000);
+	M = b_pos(argc, argv, 2, 1000);
+	long long bound = 0;
+	int quiet = b_flag(argc, argv, "--quiet");
+	for (int a = 1; a < argc; a++) {
+		if (!strncmp(argv[a], "--bound=", 8))
+			bound = atoll(argv[a] + 8);
+		if (!strncmp(argv[a], "--work-ns=", 10))
+			work_ns = (uint64_t)atoll(argv[a] + 10);
+	}
+	lat = calloc(MAXLAT, sizeof *lat);
+	if (!lat)
+		b_fail("out of memory");
+	ura_system *sys = b_system();
+	ura_mailbox_opts mb = { .capacity = (uint32_t)bound, .full = URA_FULL_MUTE };
+	ura_class cons_class = { .name = "consumer", .initial = &cons_beh,
+				 .mailbox = bound > 0 ? &mb : NULL };
+	B_CHECK(ura_spawn(sys, &cons_class, NULL, &consumer));
+	/* The pingpong: a fixed count of rounds, counted, not timed. */
+	int64_t rounds = 20000; /* --rounds=N */
+	for (int a = 1; a < argc; a++)
+		if (!strncmp(argv[a], "--rounds=", 9))
+			rounds = atoll(argv[a] + 9);
+	ura_ref ping, pong;
+	B_CHECK(ura_spawn(sys, &pong_class, NULL, &pong));
+	B_CHECK(ura_spawn(sys, &ping_class, &(ping_state){ .left = rounds }, &ping));
+	long rss0 = b_rss_kb();
+	atomic_store(&rss_peak_kb, rss0);
+	atomic_store(&producers_left, quiet ? 0 : (int)P);
+	double t0 = b_now();
+	B_CHECK(ura_send(sys, ping, A_GO, pong));
+	for (int64_t p = 0; !quiet && p < P; p++) {
+		ura_ref r;
+		B_CHECK(ura_spawn(sys, &prod_class, &(int64_t){ 0 }, &r));
+		B_CHECK(ura_send(sys, r, A_GO));
+	}
+	B_CHECK(ura_system_await(sys));
+	double dt = b_now() - t0;
+	note_rss();
+	ura_stats st = { 0 };
+	ura_system_stats(sys, &st);
+	B_CHECK(ura_system_destroy(sys));
+	uint64_t want = quiet ? 0 : (uint64_t)(P * M);
+	if (atomic_load(&got) != want)
+		b_fail("the consumer did not get every message");
+	long n = atomic_load(&nlat) < MAXLAT ? atomic_load(&nlat) : MAXLAT;
+	qsort(lat, (size_t)n, sizeof *lat, cmp_u64);
+	printf("bench=slow_consumer system=ura producers=%lld m=%lld bound=%lld work_ns=%llu "
+	       "quiet=%d msgs=%llu lost=0 rounds=%ld p50_us=%.1f p99_us=%.1f "
+	       "rss_growth_kb=%ld peak_rss_kb=%ld mutes=%llu over=%llu wall_s=%.3f\n",
+	       (long long)P, (long long)M, bound, (unsigned long long)work_ns, quiet,
+	       (unsigned long long)want, n, n ? lat[n / 2] / 1e3 : 0, n ? lat[n * 99 / 100] / 1e3 : 0,
+	       atomic_load(&rss_peak_kb) - rss0, b_peak_rss_kb(),
+	       (unsigned long long)st.mb_mutes, (unsigned long long)st.mb_over, dt);
+	free(lat);
+	return 0;
+}

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * URA_FULL_MUTE from handlers. Producers that each send a burst of
+ * messages per handler (more than the capacity) to a consumer with a small
+ * bounded mailbox: nothing is lost, everything arrives in order per
+ * producer, the producers get muted, and the depth never passes capacity
+ * + one burst per producer (the handler whose send finds the mailbox full
+ * finishes, then the producer is muted). sent == received.
+ *
+ * Mute cycles: actors that flood each other (2 and 3 in a ring), every
+ * mailbox bounded and muting. By the rule in ura.h an actor is never
+ * muted on a muted receiver, so no cycle of mutes forms: the system
+ * reaches quiescence with every message handled, and the sends that
+ * would have closed a cycle are counted as accepted over the bound.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "tap.h"
+
+#define A_MSG URA_ATOM("msg")
+#define A_GO URA_ATOM("go")
+#define A_PEER URA_ATOM("peer")
+#define A_HIT URA_ATOM("hit")
+
+#define CAP 8
+#define PRODUCERS 8
+#define BURST 16
+
+static _Atomic long g_got, g_bad_order, g_max_depth, g_errors;
+static long g_last[PRODUCERS];
+
+static void sink_msg(ura_ctx *cx, const ura_msg *m)
+{
+	long p = (long)ura_arg_i64(m, 0), v = (long)ura_arg_i64(m, 1);
+	if (p >= 0 && p < PRODUCERS) {
+		if (v != g_last[p] + 1)
+			atomic_fetch_add(&g_bad_order, 1);
+		g_last[p] = v;
+	}
+	atomic_fetch_add(&g_got, 1);
+	int64_t d = ura_mailbox_depth(ura_ctx_system(cx), ura_self(cx));
+	long mx = atomic_load(&g_max_depth);
+	while (d > mx && !atomic_compare_exchange_weak(&g_max_depth, &mx, (long)d))
+		;
+}
+URA_BEHAVIOR(sink_beh, URA_ON(A_MSG, "ii", sink_msg));
+
+struct prod {
+	ura_ref to;
+	long id, n, i;
+};
+
+static void prod_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	struct prod *p = ura_state(cx);
+	for (int k = 0; k < BURST && p->i < p->n; k++, p->i++)
+		if (ura_send(cx, p->to, A_MSG, p->id, p->i) != 0)
+			atomic_fetch_add(&g_errors, 1);
+	if (p->i < p->n)
+		ura_send(cx, ura_self(cx), A_GO);
+	else
+		ura_stop(cx);
+}
+URA_BEHAVIOR(prod_beh, URA_ON(A_GO, "", prod_go));
+static const ura_class prod_class = { .name = "prod", .state_size = sizeof(struct prod),
+				      .initial = &prod_beh };
+
+static void producers(unsigned workers)
+{
+	atomic_store(&g_got, 0);
+	atomic_store(&g_bad_order, 0);
+	atomic_store(&g_max_depth, 0);
+	atomic_store(&g_errors, 0);
+	for (int i = 0; i < PRODUCERS; i++)
+		g_last[i] = -1;
+	ura_system *sys = t_system(workers);
+	ura_mailbox_opts mb = { .capacity = CAP, .full = URA_FULL_MUTE };
+	ura_class c = { .name = "sink", .initial = &sink_beh, .mailbox = &mb };
+	ura_ref sink;
+	t_must(ura_spawn(sys, &c, NULL, &sink));
+	long n = t_scaled(20000);
+	for (long i = 0; i < PRODUCERS; i++) {
+		struct prod p = { .to = sink, .id = i, .n = n };
+		ura_ref r;
+		t_must(ura_spawn(sys, &prod_class, &p, &r));
+		t_must(ura_send(sys, r, A_GO));
+	}
+	t_rc(await_guarded(sys), 0, "mute, %u workers: quiescent", workers);
+	t_eq(atomic_load(&g_errors), 0, "mute: every send accepted");
+	t_eq(atomic_load(&g_got), PRODUCERS * n, "mute: nothing lost");
+	t_eq(atomic_load(&g_bad_order), 0, "mute: in order per producer");
+	t_ok(atomic_load(&g_max_depth) <= CAP + PRODUCERS * BURST,
+	     "mute: depth within capacity + a handler's sends per producer (%ld)", atomic_load(&g_max_depth));
+	ura_stats st = stats(sys);
+	t_ok(st.mb_mutes > 0, "mute: producers were muted (%llu)", (unsigned long long)st.mb_mutes);
+	t_eq(st.sent, st.received, "mute: sent == received");
+	t_eq(st.live, 1, "mute: only the sink left");
+	t_destroy(sys);
+}
+
+/* ---- cycles ------------------------------------------------------------ */
+
+static _Atomic long g_budget, g_hits;
+
+struct peer {
+	ura_ref next;
+};
+
+static void peer_set(ura_ctx *cx, const ura_msg *m)
+{
+	struct peer *p = ura_state(cx);
+	p->next = ura_arg_ref(m, 0);
+}
+
+/* Each hit sends two to the next: a flood around the ring, until the
+ * budget is spent. */
+static void peer_hit(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	struct peer *p = ura_state(cx);
+	atomic_fetch_add(&g_hits, 1);
+	for (int i = 0; i < 2; i++) {
+		if (atomic_fetch_sub(&g_budget, 1) <= 0)
+			return;
+		if (ura_send(cx, p->next, A_HIT) != 0)
+			atomic_fetch_add(&g_errors, 1);
+	}
+}
+URA_BEHAVIOR(peer_beh, URA_ON(A_PEER, "r", peer_set), URA_ON(A_HIT, "", peer_hit));
+
+static void cycle(unsigned workers, int k)
+{
+	atomic_store(&g_errors, 0);
+	atomic_store(&g_hits, 0);
+	long budget = t_scaled(200000);
+	atomic_store(&g_budget, budget);
+	ura_system *sys = t_system(workers);
+	ura_mailbox_opts mb = { .capacity = 8, .full = URA_FULL_MUTE };
+	ura_class c = { .name = "peer", .initial = &peer_beh, .state_size = sizeof(struct peer),
+			.mailbox = &mb };
+	ura_ref r[3];
+	for (int i = 0; i < k; i++)
+		t_must(ura_spawn(sys, &c, NULL, &r[i]));
+	for (int i = 0; i < k; i++)
+		t_must(ura_send(sys, r[i], A_PEER, r[(i + 1) % k]));
+	t_rc(await_guarded(sys), 0, "setup: quiescent");
+	for (int i = 0; i < k; i++)
+		t_must(ura_send(sys, r[i], A_HIT));
+	t_rc(await_guarded(sys), 0, "cycle of %d, %u workers: no deadlock (quiescent)", k,
+	     workers);
+	ura_stats st = stats(sys);
+	t_eq(atomic_load(&g_errors), 0, "cycle of %d: every send accepted", k);
+	t_eq(atomic_load(&g_hits), budget + k, "cycle of %d: every message handled", k);
+	t_eq(st.sent, st.received, "cycle of %d: sent == received", k);
+	t_ok(st.mb_over > 0, "cycle of %d: sends that would close a cycle went over (%llu)", k,
+	     (unsigned long long)st.mb_over);
+	t_diag("cycle of %d: mutes %llu, over %llu", k, (unsigned long long)st.mb_mutes,
+	       (unsigned long long)st.mb_over);
+	t_destroy(sys);
+}
+
+int main(void)
+{
+	producers(1);
+	producers(2);
+	cycle(1, 2);
+	cycle(2, 2);
+	cycle(2, 3);
+	return t_done();
+}
