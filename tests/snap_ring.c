@@ -630,7 +630,9 @@ int main(void)
 	 * any length. */
 	for (unsigned workers = 1; workers <= 2; workers++) {
 		int n = 64, ntok = 1;
-		int64_t len = t_scaled(100000);
+		/* At load 20 a wake took ~100 us (bench/README.md, the 2-node
+		 * ring): 20k hops keeps each await far from its guard. */
+		int64_t len = t_scaled(20000);
 		struct ring_result r0, r1, r2;
 		ura_snap_info info;
 		ura_ref first;
