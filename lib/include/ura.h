@@ -801,8 +801,10 @@ URA_API int ura_demonitor(ura_ctx *cx, ura_mon mon);
  * oneself; -ENOMEM; -ESHUTDOWN. */
 URA_API int ura_link(ura_ctx *cx, ura_ref who);
 /* Removes the link. Once it returns, no exit signal of that link affects
- * this actor (an EXIT already queued, as a trapped message, may still be
- * handled, as in Erlang). 0, or -ENOENT when there was no link. */
+ * this actor: one still in the mailbox is dropped when reached (only a
+ * trapped URA_EXIT already taken into the stash may still be handled).
+ * The partner drops the link when the unlink reaches it. 0, or -ENOENT
+ * when there was no link (or its exit signal was handled already). */
 URA_API int ura_unlink(ura_ctx *cx, ura_ref who);
 /* Exit signals as messages (on) or not (off, the default). Returns the
  * previous setting (0 or 1), or -EINVAL, -ENOMEM. */
