@@ -171,6 +171,14 @@ URA_API int ura_register(ura_system *sys, ura_atom name, ura_ref who)
 				ndel(&R->by_ref, old);
 			ndel(&R->by_name, e);
 		}
+		/* `who` stopped since the check above, with a name: that
+		 * name's entries go, or by_ref would hold its key twice. */
+		if (r && (r = nfind(&R->by_ref, key_of(who.id)))) {
+			struct nent *on = nfind(&R->by_name, key_of(r->val));
+			if (on && on->val == who.id)
+				ndel(&R->by_name, on);
+			ndel(&R->by_ref, r);
+		}
 		if ((rc = nroom(sys, R, &R->by_name)) == 0 && (rc = nroom(sys, R, &R->by_ref)) == 0) {
 			nput(&R->by_name, key_of(name), who.id);
 			nput(&R->by_ref, key_of(who.id), name);

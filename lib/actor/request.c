@@ -152,7 +152,7 @@ URA_API int ura_replyv(ura_ctx *cx, ura_atom tag, const ura_value *vals,
 	if (cx->req_open)
 		return answer(cx, URA__MK_RESPONSE, tag, vals, n);
 	struct ura_msg *m = cx->m;
-	if (m && m->kind == URA__MK_REQUEST)
+	if ((m && m->kind == URA__MK_REQUEST) || cx->req_promised)
 		return -EALREADY; /* answered (or taken, or forwarded) already */
 	ura_ref to = m ? ura__msg_sender(m) : URA_NOREF;
 	if (ura_ref_null(to))

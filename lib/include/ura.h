@@ -918,8 +918,10 @@ URA_API int ura_demonitor(ura_ctx *cx, ura_mon mon);
  * oneself; -ENOMEM; -ESHUTDOWN. */
 URA_API int ura_link(ura_ctx *cx, ura_ref who);
 /* Removes the link. Once it returns, no exit signal of that link affects
- * this actor (an EXIT already queued, as a trapped message, may still be
- * handled, as in Erlang). 0, or -ENOENT when there was no link. */
+ * this actor: one still in the mailbox is dropped when reached (only a
+ * trapped URA_EXIT already taken into the stash may still be handled).
+ * The partner drops the link when the unlink reaches it. 0, or -ENOENT
+ * when there was no link (or its exit signal was handled already). */
 URA_API int ura_unlink(ura_ctx *cx, ura_ref who);
 /* Exit signals as messages (on) or not (off, the default). Returns the
  * previous setting (0 or 1), or -EINVAL, -ENOMEM. */
@@ -1434,6 +1436,19 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
  * not list, with a string/bytes/pointer bound value, or with requests
  * awaiting replies (continuations are code and data pointers); a message
  * holding an opaque pointer (URA_T_PTR).
+ *
+ * Fault tolerance (links, monitors, promises, names) is not saved yet,
+ * and never silently: an actor with links, monitors (held or on it), open
+ * promises or trap_exit on is an actor that cannot be saved (the message
+ * counts each kind), and so is a link, monitor, exit signal, DOWN or
+ * request error in flight at the cut. Why: each of them is one half of a
+ * two-sided agreement whose once-only DOWN/EXIT guarantee (see Links,
+ * monitors, exits) spans both actors and the messages between them; a
+ * restore that re-created one half, or re-created both with refs
+ * rewritten but without the in-flight signals, could lose or duplicate a
+ * DOWN. A pending request (continuations are code) fails its requester
+ * as before. Registered names are not saved either: a restored system
+ * starts with an empty registry (register names again after ura_restore).
  */
 typedef struct ura_snap_out ura_snap_out; /* what a save callback writes to */
 typedef struct ura_snap_in ura_snap_in;   /* what a load callback reads from */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/signal.h"
 #include "snap/snap_int.h"
 #include "time/timers.h"
 
@@ -179,6 +180,20 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 			"(their continuations cannot be saved)", cname, ura__idx_no(a->idx), gen);
 		return;
 	}
+	struct ura__sig *sg = x ? x->sig : NULL;
+	if (sg && (sg->n || sg->trap)) {
+		unsigned k[5] = { 0 };
+		for (uint32_t i = 0; i < sg->cap; i++)
+			if (sg->tab[i].type >= URA__S_MON && sg->tab[i].type <= URA__S_PROMISE)
+				k[sg->tab[i].type]++;
+		problem(S, buf, rec, id, "actor %s <%u.%u>: has %u monitor(s), %u watcher(s), "
+			"%u link(s), %u open promise(s)%s (snapshots do not save links, monitors, "
+			"promises or trap_exit: restore could not re-create their DOWN and EXIT "
+			"guarantees with the other side)", cname, ura__idx_no(a->idx), gen,
+			k[URA__S_MON], k[URA__S_WATCH], k[URA__S_LINK], k[URA__S_PROMISE],
+			sg->trap ? ", traps exits" : "");
+		return;
+	}
 	uint32_t bt = x ? x->bound.type : 0;
 	if (bt == URA_T_PTR || bt == URA_T_STR || bt == URA_T_BYTES) {
 		problem(S, buf, rec, id, "actor %s <%u.%u>: its bound value is %s", cname, ura__idx_no(a->idx),
@@ -305,6 +320,16 @@ static void record_msg(struct ura__worker *w, struct ura__actor *a, struct ura_m
 {
 	struct ura__snap *S = w->sys->snap;
 	struct ura__bytes *rec = &w->rec->scratch;
+	if (m->kind >= URA__MK_ERROR) {
+		/* A monitor, link, exit signal, DOWN or a request's error in
+		 * flight: restore could not keep its once-only guarantee (the
+		 * actors' tables it belongs to are not saved either). */
+		char name[URA_ATOM_MAX + 1];
+		problem(S, &w->rec->buf, rec, id, "message %s(...) to actor %s <%u.%u>: a link, "
+			"monitor or exit signal in flight at the cut (snapshots do not save them)",
+			ura_atom_name(m->tag, name), a->cls->name, ura__idx_no(a->idx), m->to_gen);
+		return;
+	}
 	unsigned at = ura__msg_ptr_at(m);
 	if (at) {
 		char name[URA_ATOM_MAX + 1];
@@ -385,7 +410,7 @@ int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m
 			ura__snap_capture(w, a);
 		} else if (alive && !(m->flags & URA__MF_NOSNAP) &&
 			   (m->kind == URA__MK_PLAIN || m->kind == URA__MK_REQUEST ||
-			    m->kind == URA__MK_RESPONSE) &&
+			    m->kind == URA__MK_RESPONSE || m->kind >= URA__MK_ERROR) &&
 			   (st & 1) && ((st >> 1) & 1) == (mph ^ 1u)) {
 			/* Old for the snapshot collecting now: in flight at
 			 * its cut. */
