@@ -358,9 +358,9 @@ unsigned ura__uring_drain(struct ura__poller *p, uint64_t wait_ns)
 	 * before the kernel lets go of the buffers. */
 	while (p->backlog)
 		ura__uring_cancel(p, p->backlog);
-	uint64_t until = ura__now_ns() + wait_ns;
+	uint64_t until = ura__wall_ns() + wait_ns;
 	while (p->io_inflight) {
-		uint64_t now = ura__now_ns();
+		uint64_t now = ura__wall_ns();
 		if (now >= until)
 			break;
 		struct io_uring_cqe *cqe;
