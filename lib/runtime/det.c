@@ -320,8 +320,14 @@ static int idle(ura_system *sys, struct ura__det *d)
 	 * while an awaiter holds the gate open. */
 	d->open = 0;
 	d->held_since = 0;
-	struct timespec ts = { 0, NAP_NS };
-	nanosleep(&ts, NULL);
+	/* In worker 0's poller, where signals are watched (io/signals.c):
+	 * the nap notices one. */
+	struct ura__worker *w0 = &sys->workers[0];
+	ura__current_worker = w0;
+	int rc = ura__poller_wait(&w0->poller, NAP_NS);
+	if (rc < 0)
+		ura__log(&sys->log, URA_LOG_ERROR, "deterministic: wait failed: %s",
+			 ura_strerror(rc));
 	return 0;
 }
 
