@@ -253,7 +253,7 @@ static void backlog_add(struct ura__poller *p, struct ura__ioreq *r)
 {
 	/* The deadline runs from the submit, not from leaving the backlog. */
 	if (r->timeout_ns)
-		r->deadline = ura__now_ns() + r->timeout_ns;
+		r->deadline = ura__wall_ns() + r->timeout_ns;
 	r->bk_next = NULL;
 	if (p->backlog_tail)
 		p->backlog_tail->bk_next = r;
@@ -269,7 +269,7 @@ static int uring_submit_backlog(struct ura__poller *p)
 		struct ura__ioreq *r = p->backlog;
 		uint64_t left = 0;
 		if (r->timeout_ns) {
-			uint64_t now = ura__now_ns();
+			uint64_t now = ura__wall_ns();
 			left = r->deadline > now ? r->deadline - now : 1;
 		}
 		if (uring_queue(p, r, left) < 0)

@@ -26,8 +26,9 @@
  * program that waits by other means still runs, only not replayably).
  * A program that prepares a paused system and then awaits it replays
  * exactly. What the kernel decides is not replayed: which I/O has
- * completed when the scheduler looks, and I/O timeouts (the kernel's, in
- * wall time).
+ * completed when the scheduler looks, and I/O deadlines, which stay in
+ * wall time on both backends (io_uring's are the kernel's link timeouts;
+ * the epoll emulation's read ura__wall_ns to match).
  *
  * Hooks elsewhere: ura__workers_start (worker.c) calls ura__det_start;
  * system.c calls init and fini and reads the await timeout by wall time;
@@ -370,6 +371,11 @@ static void *det_main(void *arg)
 		rc = ura__poller_init(&w->poller, sys->want_uring, &fell_back, &uerr);
 		if (rc == 0 && i == 0) {
 			sys->backend = w->poller.name;
+			static _Atomic int said_fallback; /* as worker_main */
+			if (fell_back && !atomic_exchange(&said_fallback, 1))
+				ura__log(&sys->log, URA_LOG_WARN,
+					 "io_uring unavailable (%s): using epoll+eventfd",
+					 ura_strerror(uerr));
 			ura__log(&sys->log, URA_LOG_INFO,
 				 "%u workers on one deterministic thread, backend %s, seed %llu",
 				 sys->nworkers, w->poller.name, (unsigned long long)d->seed);
