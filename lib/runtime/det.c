@@ -312,6 +312,10 @@ static int idle(ura_system *sys, struct ura__det *d)
 				 ura_strerror(rc));
 		if (ura__has_local(iow))
 			return 1;
+		/* The gate stays open: what comes next is the kernel's,
+		 * not an outside thread's still setting up. */
+		if (due == UINT64_MAX)
+			return 0;
 	}
 	if (due != UINT64_MAX) {
 		clock_to(due);
