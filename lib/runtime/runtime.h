@@ -12,7 +12,6 @@ int ura__workers_start(ura_system *sys);
 /* Sets shutdown, wakes and joins the workers. Idempotent. */
 void ura__workers_stop(ura_system *sys);
 
-
 #ifdef URA_DETERMINISTIC
 /* The deterministic build (runtime/det.c). init: reads the seed (cfg's
  * reserved_[0], URA_SEED) and allocates; -EINVAL, -ENOMEM. start: runs
