@@ -237,6 +237,9 @@ struct ura_system {
 	struct ura__groups *groups;
 	struct ura__names *names;
 	struct ura__snap *snap;
+#ifdef URA_DETERMINISTIC
+	struct ura__det *det;          /* runtime/det.c */
+#endif
 };
 
 /* A handler's view of the runtime (ura.h's ura_ctx). */

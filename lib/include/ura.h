@@ -472,7 +472,9 @@ typedef struct ura_config {
 	 * file I/O); started on first use; 0: 2. URA_POOL_THREADS overrides
 	 * it. */
 	unsigned pool_threads;
-	uint64_t reserved_[16]; /* zero */
+	/* Zero. (A library built with -Ddeterministic=true, for tests, reads
+	 * reserved_[0] as its seed: lib/README.md.) */
+	uint64_t reserved_[16];
 } ura_config;
 
 /* Creates a system and (unless cfg->paused) starts its workers. cfg may be

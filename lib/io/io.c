@@ -199,7 +199,7 @@ static void resubmit(struct ura__worker *w, struct ura__op *op)
 	 * peer that reads a trickle cannot keep a send alive forever. A
 	 * deadline already passed still makes one attempt, at 1 ns. */
 	if (op->deadline) {
-		uint64_t now = ura__now_ns();
+		uint64_t now = ura__wall_ns();
 		op->rq.timeout_ns = op->deadline > now ? op->deadline - now : 1;
 	}
 	op->ncqe = op->rq.timeout_ns ? 2 : 1;
@@ -446,7 +446,7 @@ URA_API ura_io ura_io_submit(ura_ctx *cx, ura_atom tag, const ura_io_req *r)
 		return rc;
 	}
 	if (r->timeout_ns)
-		op->deadline = ura__now_ns() + r->timeout_ns;
+		op->deadline = ura__wall_ns() + r->timeout_ns;
 	int64_t id = op_commit(cx, op, tag, r->timeout_ns ? 2 : 1);
 	if (id < 0)
 		return id;

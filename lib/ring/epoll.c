@@ -32,7 +32,7 @@ int ura__epoll_wait(struct ura__poller *p, uint64_t timeout_ns)
 {
 	struct epoll_event ev[64];
 	if (p->ep) {
-		uint64_t io_next = ura__epio_next(p, ura__now_ns());
+		uint64_t io_next = ura__epio_next(p, ura__wall_ns());
 		if (io_next < timeout_ns)
 			timeout_ns = io_next;
 	}
@@ -60,7 +60,7 @@ int ura__epoll_wait(struct ura__poller *p, uint64_t timeout_ns)
 			p->events |= 1u << (ud - UD_WATCH);
 	}
 	if (p->ep)
-		ura__epio_service(p, ura__now_ns());
+		ura__epio_service(p, ura__wall_ns());
 	return 0;
 }
 

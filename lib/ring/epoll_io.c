@@ -255,7 +255,7 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 	r->timer_live = 0;
 	r->tm_next = r->tm_prev = NULL;
 	if (r->timeout_ns) {
-		r->deadline = ura__now_ns() + r->timeout_ns;
+		r->deadline = ura__wall_ns() + r->timeout_ns;
 		r->timer_live = 1;
 		r->tm_next = e->timed;
 		if (e->timed)

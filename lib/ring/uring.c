@@ -253,7 +253,7 @@ static void backlog_add(struct ura__poller *p, struct ura__ioreq *r)
 {
 	/* The deadline runs from the submit, not from leaving the backlog. */
 	if (r->timeout_ns)
-		r->deadline = ura__now_ns() + r->timeout_ns;
+		r->deadline = ura__wall_ns() + r->timeout_ns;
 	r->bk_next = NULL;
 	if (p->backlog_tail)
 		p->backlog_tail->bk_next = r;
@@ -269,7 +269,7 @@ static int uring_submit_backlog(struct ura__poller *p)
 		struct ura__ioreq *r = p->backlog;
 		uint64_t left = 0;
 		if (r->timeout_ns) {
-			uint64_t now = ura__now_ns();
+			uint64_t now = ura__wall_ns();
 			left = r->deadline > now ? r->deadline - now : 1;
 		}
 		if (uring_queue(p, r, left) < 0)
@@ -358,9 +358,9 @@ unsigned ura__uring_drain(struct ura__poller *p, uint64_t wait_ns)
 	 * before the kernel lets go of the buffers. */
 	while (p->backlog)
 		ura__uring_cancel(p, p->backlog);
-	uint64_t until = ura__now_ns() + wait_ns;
+	uint64_t until = ura__wall_ns() + wait_ns;
 	while (p->io_inflight) {
-		uint64_t now = ura__now_ns();
+		uint64_t now = ura__wall_ns();
 		if (now >= until)
 			break;
 		struct io_uring_cqe *cqe;

@@ -12,4 +12,14 @@ int ura__workers_start(ura_system *sys);
 /* Sets shutdown, wakes and joins the workers. Idempotent. */
 void ura__workers_stop(ura_system *sys);
 
+#ifdef URA_DETERMINISTIC
+/* The deterministic build (runtime/det.c). init: reads the seed (cfg's
+ * reserved_[0], URA_SEED) and allocates; -EINVAL, -ENOMEM. start: runs
+ * every worker on one thread (ura__workers_start's stand-in; stopped by
+ * ura__workers_stop). fini: logs the trace hash and frees. */
+int ura__det_init(ura_system *sys, const ura_config *cfg);
+int ura__det_start(ura_system *sys);
+void ura__det_fini(ura_system *sys);
+#endif
+
 #endif

@@ -47,8 +47,14 @@ static const char *const trace_words[] = { "unmatched", NULL };
 
 static int params_get(struct params *p, const ura_config *cfg)
 {
+	/* The deterministic build takes its seed in reserved_[0] (det.c). */
+#ifdef URA_DETERMINISTIC
+	enum { RSV0 = 1 };
+#else
+	enum { RSV0 = 0 };
+#endif
 	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 || cfg->log_level > URA_LOG_DEBUG ||
-	    !ura__zeroed(cfg->reserved_, sizeof cfg->reserved_))
+	    !ura__zeroed(cfg->reserved_ + RSV0, sizeof cfg->reserved_ - RSV0 * sizeof(uint64_t)))
 		return -EINVAL;
 	memset(p, 0, sizeof *p);
 	p->log.fn = cfg->log;
@@ -211,6 +217,9 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	free(sys->workers);
 	pthread_mutex_destroy(&sys->q_lock);
 	pthread_cond_destroy(&sys->q_cond);
+#ifdef URA_DETERMINISTIC
+	ura__det_fini(sys);
+#endif
 	return lost;
 }
 
@@ -296,6 +305,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		    (rc = ura__names_init(sys)) == 0)
 			rc = ura__snap_init(sys);
 	}
+#ifdef URA_DETERMINISTIC
+	if (rc == 0)
+		rc = ura__det_init(sys, cfg);
+#endif
 	ura__topo_free(&topo);
 	if (rc == 0)
 		rc = ura__live_add(&live_systems, sys);
@@ -335,7 +348,7 @@ URA_API int ura_system_await_for(ura_system *sys, uint64_t timeout_ns)
 	int rc = ura_system_start(sys);
 	if (rc < 0)
 		return rc;
-	uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : ura__now_ns() + timeout_ns;
+	uint64_t deadline = timeout_ns == UINT64_MAX ? UINT64_MAX : ura__wall_ns() + timeout_ns;
 	atomic_fetch_add_explicit(&sys->awaiters, 1, memory_order_seq_cst);
 	rc = 0;
 	for (;;) {
@@ -345,7 +358,7 @@ URA_API int ura_system_await_for(ura_system *sys, uint64_t timeout_ns)
 			rc = -ESHUTDOWN;
 			break;
 		}
-		uint64_t now = ura__now_ns();
+		uint64_t now = ura__wall_ns();
 		if (now >= deadline) {
 			rc = -ETIMEDOUT;
 			break;

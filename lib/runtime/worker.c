@@ -40,17 +40,8 @@
 #include "io/io.h"
 #include "io/signals.h"
 #include "runtime/runtime.h"
+#include "runtime/sources.h"
 #include "time/timers.h"
-
-/* X(name, sends): `sends` when servicing it moves quiescence counters
- * (it posts or drops counted messages): the worker is marked busy first,
- * so the counters only move while it is visibly busy. I/O completions do
- * not need it (see ura__io_service). */
-#define SOURCES(X)              \
-	X(inbox, 1)             \
-	X(timers, 1)            \
-	X(signals, 1)           \
-	X(io, 0)
 
 static inline void set_busy(struct ura__worker *w)
 {
@@ -369,6 +360,9 @@ static void *worker_main(void *arg)
 
 int ura__workers_start(ura_system *sys)
 {
+#ifdef URA_DETERMINISTIC
+	return ura__det_start(sys); /* one thread runs them all (det.c) */
+#endif
 	struct start_sync ss = { .ready = 0, .err = 0 };
 	pthread_mutex_init(&ss.lock, NULL);
 	pthread_cond_init(&ss.cond, NULL);

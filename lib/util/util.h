@@ -55,12 +55,34 @@ static inline void ura__cpu_relax(void)
 #endif
 }
 
-static inline uint64_t ura__now_ns(void)
+/* Wall time: what a caller outside the runtime waits by (a timeout of
+ * ura_system_await_for, a drain at shutdown). */
+static inline uint64_t ura__wall_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * URA_SEC + (uint64_t)ts.tv_nsec;
 }
+
+#ifdef URA_DETERMINISTIC
+/* The deterministic build (runtime/det.c): the runtime's time is virtual,
+ * moved only by the scheduler thread when nothing else can run, so a
+ * timer fires at the same point of every run with the same seed. One for
+ * the process (util/clock.c); relaxed: it is written by the one scheduler
+ * thread, and a thread outside that reads it late arms a timer early by as
+ * much, as if it had been slower. */
+extern _Atomic uint64_t ura__vclock;
+static inline uint64_t ura__now_ns(void)
+{
+	return atomic_load_explicit(&ura__vclock, memory_order_relaxed);
+}
+#else
+/* The runtime's time: timers, deadlines, spin and steal intervals. */
+static inline uint64_t ura__now_ns(void)
+{
+	return ura__wall_ns();
+}
+#endif
 
 /* True when a struct's reserved words (sizeof bytes at p) are all zero. */
 static inline int ura__zeroed(const uint64_t *p, size_t bytes)
