@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "actor/actor.h"
+#include "actor/fiber.h"
 #include "actor/group.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
@@ -38,6 +39,7 @@ struct params {
 	unsigned batch;
 	uint64_t idle_wait_ns, spin_ns, timer_slack_ns, steal_remote_ns;
 	unsigned pool_threads, io_wq_max, outbox_batch;
+	uint64_t stack_pool;
 	int pin, want_uring, trace_unmatched, numa_batch, paused;
 };
 
@@ -47,7 +49,8 @@ static const char *const trace_words[] = { "unmatched", NULL };
 static int params_get(struct params *p, const ura_config *cfg)
 {
 	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 || cfg->log_level > URA_LOG_DEBUG ||
-	    !ura__zeroed(cfg->reserved_, sizeof cfg->reserved_))
+	    !ura__zeroed(cfg->reserved_, sizeof cfg->reserved_) ||
+	    !ura__zeroed(cfg->reserved7_, sizeof cfg->reserved7_))
 		return -EINVAL;
 	memset(p, 0, sizeof *p);
 	p->log.fn = cfg->log;
@@ -68,6 +71,7 @@ static int params_get(struct params *p, const ura_config *cfg)
 	p->steal_remote_ns = cfg->steal_remote_ns ? cfg->steal_remote_ns : 200 * URA_USEC;
 	p->pool_threads = cfg->pool_threads ? cfg->pool_threads : 2;
 	p->io_wq_max = cfg->io_wq_max ? cfg->io_wq_max : 4;
+	p->stack_pool = cfg->stack_pool ? cfg->stack_pool : 64;
 	p->outbox_batch = cfg->numa_batch ? cfg->numa_batch : 32;
 	p->numa_batch = !cfg->no_numa_batching;
 	p->pin = !cfg->no_pinning;
@@ -200,6 +204,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	ura__groups_fini(sys);
 	ura__names_fini(sys);
 	ura__snap_fini(sys);
+	ura__fibers_fini(sys);
 	for (unsigned k = 0; sys->nodes && k < sys->nnodes; k++)
 		pthread_mutex_destroy(&sys->nodes[k].inject_lock);
 	free(sys->nodes);
@@ -250,6 +255,7 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	sys->timer_slack_ns = p.timer_slack_ns;
 	sys->steal_remote_ns = p.steal_remote_ns;
 	sys->pool_threads = p.pool_threads;
+	sys->stack_pool = p.stack_pool;
 	sys->io_wq_max = p.io_wq_max;
 	sys->outbox_batch = p.outbox_batch;
 	sys->numa_batch = p.numa_batch;
@@ -438,8 +444,10 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->timers_cancelled += ura__ld(&s->timers_cancelled);
 		out->io_submitted += ura__ld(&s->io_submitted);
 		out->io_completed += ura__ld(&s->io_completed);
+		out->fiber_switches += ura__ld(&s->fiber_switches);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
+	ura__fibers_stats(sys, &out->fibers, &out->stacks_mapped, &out->stacks_pooled);
 	out->io_inflight = out->io_submitted > out->io_completed ?
 				   out->io_submitted - out->io_completed : 0;
 	/* Armed from outside: counted once, when armed. (Summing workers'
