@@ -283,7 +283,7 @@ static void *ctx_make(char *top, void (*fn)(void *), void *arg)
 	uintptr_t t = (uintptr_t)top & ~(uintptr_t)15;
 #if defined(__x86_64__)
 	uint64_t *sp = (uint64_t *)t;
-	*--sp = 0;                             /* pad: rsp 16-aligned after ret */
+	/* After the ret, rsp = t: 16-aligned, as before a call. */
 	*--sp = (uint64_t)(uintptr_t)ura__ctx_start; /* return address */
 	*--sp = 0;                             /* rbp */
 	*--sp = 0;                             /* rbx */
