@@ -175,6 +175,7 @@ static void test_requests(void)
 /* ---- stealing between receives, and a stress -------------------------------- */
 
 #define NF 32
+static _Atomic int mover_ran;
 static _Atomic long pings_seen, migrated, stack_ok;
 static long per_fiber;
 
@@ -185,6 +186,7 @@ static void ping_sum(ura_ctx *cx, const ura_msg *m)
 {
 	(void)cx;
 	tl_last = ura_arg_i64(m, 0);
+	atomic_store(&mover_ran, 1);
 	atomic_fetch_add_explicit(&pings_seen, 1, memory_order_relaxed);
 }
 
@@ -224,9 +226,22 @@ static void send_all(ura_ctx *cx, const ura_msg *m)
 URA_BEHAVIOR(sender_beh, URA_ON(A_GO, "i", send_all));
 static const ura_class sender_class = { .name = "sender", .initial = &sender_beh };
 
+/* Keeps its worker busy until the mover ran elsewhere (at most 5 s). */
+static _Atomic int hog_started;
+static void hog(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	atomic_store(&hog_started, (int)ura_worker_id(cx));
+	uint64_t end = t_now_ns() + 5 * URA_SEC;
+	while (!atomic_load(&mover_ran) && t_now_ns() < end)
+		;
+}
+URA_BEHAVIOR(hog_beh, URA_ON(A_GO, "", hog));
+static const ura_class hog_class = { .name = "hog", .initial = &hog_beh };
+
 static void test_steal(void)
 {
-	ura_system *sys = t_system(4);
+	ura_system *sys = t_system(2);
 	per_fiber = t_scaled(400);
 	for (int f = 0; f < NF; f++)
 		t_must(ura_spawn_ex(sys, &steal_class, NULL,
@@ -235,20 +250,48 @@ static void test_steal(void)
 	t_must(ura_spawn(sys, &sender_class, NULL, &s0));
 	t_must(ura_spawn(sys, &sender_class, NULL, &s1));
 	/* Two senders on whatever workers; the bodies start on 0 and 1 and
-	 * go wherever an idle worker steals them. Repeat until one moved
-	 * (it is up to the scheduler; a handful of rounds always did). */
-	for (int round = 0; round < 50 && (round == 0 || !atomic_load(&migrated)); round++) {
-		ura_send(sys, s0, A_GO, 0);
-		ura_send(sys, s1, A_GO, 1);
-		if (await_guarded(sys) < 0)
-			break;
-		if (atomic_load(&stack_ok) == NF)
-			break;
-	}
+	 * go wherever an idle worker takes them. */
+	ura_send(sys, s0, A_GO, 0);
+	ura_send(sys, s1, A_GO, 1);
+	t_rc(await_guarded(sys), 0, "the stress settles");
 	t_ok(atomic_load(&stack_ok) == NF, "%d bodies x %ld pings: every sum and stack intact",
 	     NF, per_fiber);
-	t_ok(atomic_load(&migrated) > 0, "bodies resumed on another worker than they waited on "
-	     "(%ld times)", atomic_load(&migrated));
+	t_diag("moved between receives in the stress: %ld times", atomic_load(&migrated));
+
+	/* A move made sure of: the body waits on one worker, a hog keeps
+	 * that one busy until the body ran, and the ping comes from outside
+	 * (the node's inject queue): only the other worker is free to take
+	 * the body. The hogs take turns, so the body moves every round. */
+	atomic_store(&migrated, 0);
+	atomic_store(&stack_ok, 0);
+	per_fiber = 20;
+	ura_ref mover, hogs[2];
+	t_must(ura_spawn_ex(sys, &steal_class, NULL,
+			    &(ura_spawn_opts){ .worker = URA_WORKER(0) }, &mover));
+	for (int k = 0; k < 2; k++)
+		t_must(ura_spawn_ex(sys, &hog_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(k) }, &hogs[k]));
+	t_rc(await_guarded(sys), 0, "the mover waits");
+	long forced = 0;
+	for (long i = 1, tries = 0; i <= per_fiber && tries < 1000; tries++) {
+		int at = ura_actor_worker(sys, mover);
+		atomic_store(&hog_started, -1);
+		atomic_store(&mover_ran, 0);
+		ura_send(sys, hogs[tries & 1], A_GO);
+		while (atomic_load(&hog_started) < 0)
+			usleep(100);
+		if (atomic_load(&hog_started) == at) {
+			ura_send(sys, mover, A_PING, (int64_t)i++);
+			forced++;
+		} else {
+			atomic_store(&mover_ran, 1); /* the hog sits elsewhere: again */
+		}
+		await_guarded(sys);
+	}
+	(void)hogs;
+	t_eq(atomic_load(&stack_ok), 1, "the mover's sum and stack came through intact");
+	t_eq(forced, per_fiber, "every ping found the mover's worker hogged");
+	t_eq(atomic_load(&migrated), per_fiber, "so it resumed on the other worker each time");
 	ura_stats st;
 	ura_system_stats(sys, &st);
 	t_ok(st.fiber_switches >= (uint64_t)NF, "switches counted (%" PRIu64 ")",
@@ -329,7 +372,14 @@ static void test_stop(void)
 	t_must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, io_fds));
 	ura_ref io;
 	t_must(ura_spawn(sys, &io_class, NULL, &io));
-	t_rc(await_guarded(sys), 0, "a body waits in ura_call_recv");
+	/* Its receive in flight keeps the system busy: wait for it. */
+	for (int i = 0; i < 5000; i++) {
+		ura_system_stats(sys, &st);
+		if (st.io_inflight)
+			break;
+		usleep(1000);
+	}
+	t_eq(st.io_inflight, 1, "a body waits in ura_call_recv");
 	ura_kill(sys, io, URA_KILL);
 	t_rc(await_guarded(sys), 0, "killed in an I/O call");
 	t_eq(atomic_load(&destroyed), N + 2, "its destroy ran once the receive was cancelled");
