@@ -291,7 +291,6 @@ static void *ctx_make(char *top, void (*fn)(void *), void *arg)
 	*--sp = (uint64_t)(uintptr_t)fn;       /* r13 */
 	*--sp = 0;                             /* r14 */
 	*--sp = 0;                             /* r15 */
-	*--sp = 0x037f00001f80ull;             /* fcw 0x37f, mxcsr 0x1f80: defaults */
 	return sp;
 #elif defined(__aarch64__)
 	uint64_t *sp = (uint64_t *)(t - 160);

@@ -15,14 +15,19 @@
  * ura__ctx_start, which calls fn(arg) from two of the restored registers.
  * fn never returns (a fiber that ends switches away for good).
  *
- * x86-64 (System V): rbx, rbp, r12-r15, and the control bits of the x87
- * and SSE units (the FPU control word, MXCSR), which the ABI also makes
- * callee-saved. Frame, from the saved stack pointer up: [mxcsr, x87 cw]
- * (8 bytes), r15, r14, r13, r12, rbx, rbp, return address: 64 bytes.
+ * x86-64 (System V): rbx, rbp, r12-r15. Frame, from the saved stack
+ * pointer up: r15, r14, r13, r12, rbx, rbp, return address: 56 bytes.
+ * The control bits of the x87 and SSE units (the FPU control word,
+ * MXCSR) are callee-saved too, but they are the thread's, not the
+ * stack's: every worker runs with the defaults, and a body that changes
+ * the rounding mode must put it back before it receives (ura.h says so)
+ * -- saving them cost 10 of the 30 ns a switch took (ldmxcsr and fldcw
+ * serialize; kernel-notes/stacks.md).
  *
  * aarch64 (AAPCS64): x19-x28, x29 (fp), x30 (lr: the return address),
  * and the low halves d8-d15 of v8-v15. Frame: 160 bytes, 16-aligned as sp
- * must be: x19..x30 at 0..95, d8..d15 at 96..159.
+ * must be: x19..x30 at 0..95, d8..d15 at 96..159. (FPCR, like MXCSR, is
+ * the thread's.)
  *
  * Neither saves the signal mask, and that is why it is cheap: a fiber
  * runs on the worker thread, whose mask does not change.
@@ -44,14 +49,8 @@ ura__ctx_switch:
 	pushq %r13
 	pushq %r14
 	pushq %r15
-	subq $8, %rsp
-	stmxcsr (%rsp)
-	fnstcw 4(%rsp)
 	movq %rsp, (%rdi)
 	movq %rsi, %rsp
-	ldmxcsr (%rsp)
-	fldcw 4(%rsp)
-	addq $8, %rsp
 	popq %r15
 	popq %r14
 	popq %r13
