@@ -1124,8 +1124,10 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
  * worker runs other actors, and an idle worker may steal the waiting actor:
  * the body may resume on another thread than it blocked on, so it must not
  * keep thread-local state (a __thread variable, errno, a lock) across a
- * receive. A waiting actor costs its stack (what it touched of it) and its
- * slot. Its ura_ctx stays valid from the body's start to its end, across
+ * receive, nor leave the floating-point control modes (fesetround, MXCSR)
+ * changed across one: they are the thread's, not the stack's (the switch
+ * does not save them; kernel-notes/stacks.md says why). A waiting actor
+ * costs its stack (what it touched of it) and its slot. Its ura_ctx stays valid from the body's start to its end, across
  * receives; handlers that a receive runs get the same ctx. Sends, spawns,
  * requests (their continuations run inside a later receive or I/O call),
  * timers, groups, links, monitors and ura_stop work as in a handler;
@@ -1167,9 +1169,10 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
  * matched as in a handler (the case may ura_reply; an unanswered one gets
  * URA_ERROR(noreply)); answers to this actor's own requests run their
  * continuations as they arrive, then the receive goes on waiting. Only in
- * the body of a context-switching actor (and the handlers its receives
- * run): -EINVAL from an event-based actor's handler or init, or for a bad
- * behavior; never a hang. Does not return when the actor is stopped
+ * the body of a context-switching actor: -EINVAL from an event-based
+ * actor's handler, from an init, from a case or continuation a receive
+ * runs (a receive does not nest: the outer case's message would be freed
+ * under it), or for a bad behavior; never a hang. Does not return when the actor is stopped
  * while it waits (see above). */
 URA_API int ura_receive(ura_ctx *cx, const ura_behavior *b, uint64_t timeout_ns);
 
@@ -1179,8 +1182,9 @@ URA_API int ura_receive(ura_ctx *cx, const ura_behavior *b, uint64_t timeout_ns)
  * says: bytes moved, a new fd, 0, or -errno (a deadline r->timeout_ns
  * that passed: -ETIME). READ and RECV copy at most `cap` bytes of what was
  * read into buf (r->len bytes are asked for; give len <= cap). Messages
- * that arrive meanwhile wait in the mailbox for a later receive. -EINVAL
- * outside a context-switching actor's body, for a multishot accept, or a
+ * that arrive meanwhile wait in the mailbox for a later receive. Threads:
+ * as ura_receive. -EINVAL outside a context-switching actor's body (as
+ * ura_receive), for a multishot accept, or a
  * READ/RECV without buf; the errors of ura_io_submit. Does not return
  * when the actor is stopped while it waits (the operation is cancelled;
  * READV/WRITEV memory on the stack stays mapped until it completed). */
