@@ -9,6 +9,8 @@
  * keeps at most ura_config.stack_pool); bad input gets -EINVAL.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -466,6 +468,37 @@ static void test_bad(void)
 	t_eq(atomic_load(&destroyed), 1, "... and its destroy ran");
 }
 
+/* ---- snapshots ------------------------------------------------------------- */
+
+static int snap_status = 1;
+static char snap_error[512];
+static void snap_done(void *ud, const ura_snap_info *info)
+{
+	(void)ud;
+	snap_status = info->status;
+	snprintf(snap_error, sizeof snap_error, "%s", info->error ? info->error : "");
+}
+
+static void test_snapshot(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref r;
+	t_must(ura_spawn(sys, &blocked_class, NULL, &r));
+	t_rc(await_guarded(sys), 0, "a body waits");
+	char path[] = "/tmp/ura_fiber_snapXXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	t_rc(ura_snapshot(sys, path, &(ura_snap_opts){ .done = snap_done }), 0, "snapshot started");
+	t_rc(await_guarded(sys), 0, "... and done");
+	t_rc(snap_status, -EINVAL, "a snapshot with a body alive fails");
+	t_ok(strstr(snap_error, "context-switching") && strstr(snap_error, "blocked"),
+	     "... naming it as a context-switching actor: %s", snap_error);
+	unlink(path);
+	ura_kill(sys, r, URA_KILL);
+	t_rc(await_guarded(sys), 0, "settles");
+	t_rc(ura_system_destroy(sys), 0, "destroy");
+}
+
 int main(void)
 {
 	test_selective();
@@ -473,5 +506,6 @@ int main(void)
 	test_steal();
 	test_stop();
 	test_bad();
+	test_snapshot();
 	return t_done();
 }
