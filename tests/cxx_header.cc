@@ -164,6 +164,16 @@ int main()
 	ok(g_later == 1, "the delayed send arrived");
 	ok(g_bound_ok == 1, "become_bound with an atom: ura_bound reads it");
 	ok(g_kept == 1, "the stashed message came back after the become");
+
+	// Scoped actors (issue 18): the C++ forms of their variadic macros.
+	ura_scoped *sc = nullptr;
+	const ura_msg *reply = nullptr;
+	ok(ura_scoped_new(sys, &sc) == 0, "a scoped actor");
+	ok(ura_scoped_request(sc, w, 5 * URA_SEC, &reply, A_ASK, 4) == 0 && reply &&
+	   ura_arg_i64(reply, 0) == 8, "ura_scoped_request from C++: the reply");
+	ok(ura_scoped_send(sc, w, A_PING, 1) == 0, "ura_scoped_send from C++");
+	ura_scoped_free(sc);
+	ok(ura_system_await(sys) == 0, "await");
 	ok(ura_system_destroy(sys) == 0, "destroy: nothing lost");
 	std::printf("1..%d\n", tests);
 	return failures ? 1 : 0;
