@@ -368,6 +368,38 @@ static inline long t_proc_kb(pid_t pid, const char *field)
 	return kb;
 }
 
+/* How many TCP connections the server on 127.0.0.1:port still holds open
+ * (its side ESTABLISHED or CLOSE_WAIT in /proc/net/tcp), or -1. Unlike a
+ * client's read, looking does not move the server along: a client that
+ * reads to find out whether it was closed lets blocked replies finish. */
+static inline int t_server_conns(int port)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/net/tcp", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f)) {
+		unsigned lport, st;
+		if (sscanf(line, " %*d: %*x:%x %*x:%*x %x", &lport, &st) == 2 &&
+		    (int)lport == port && (st == 0x01 || st == 0x08))
+			n++;
+	}
+	fclose(f);
+	return n;
+}
+
+/* Waits until the server holds at most `want` connections; returns how
+ * many it holds then. */
+static inline int t_server_conns_wait(int port, int want, int timeout_ms)
+{
+	uint64_t end = t_now_ns() + (uint64_t)timeout_ms * URA_MSEC;
+	int n;
+	while ((n = t_server_conns(port)) > want && t_now_ns() < end)
+		usleep(50 * 1000);
+	return n;
+}
+
 /* Takes all the fds the hard limit allows; returns the new soft limit. */
 static inline long t_nofile_max(void)
 {

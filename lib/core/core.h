@@ -82,8 +82,13 @@ struct ura__worker {
 	uint64_t local_dry_since;      /* local victims empty since (0: no) */
 	struct ura__outbox *outbox;    /* per node; NULL with one node */
 	unsigned outbox_dirty;         /* outboxes holding messages */
-	struct ura__actor *next;       /* LIFO slot: runs next, never stolen */
 	unsigned next_streak;          /* next-slot runs in a row */
+	/* A peer's next slot this worker watches (core/sched.c, steal_next):
+	 * the peer, its turn count when first seen, since when, and how
+	 * long the watcher sleeps between looks. */
+	int watch_v;                   /* -1: none */
+	uint64_t watch_turns, watch_since, watch_wait;
+	uint64_t watch_woke;           /* idle_epoch of the last watch wake sent */
 	unsigned tick;                 /* turns, for the inject-queue check */
 	uint32_t rng;
 	struct ura__actor *ovf_head, *ovf_tail; /* run-queue overflow */
@@ -96,8 +101,14 @@ struct ura__worker {
 	pthread_t thread;
 	int started;
 
-	/* Read by thieves. */
-	alignas(URA__CACHELINE) struct ura__runq rq;
+	/* Read by thieves. The next slot runs next on this worker (where
+	 * the message it got is still in cache); the owner fills it only
+	 * when empty (release) and empties it with an exchange, and a thief
+	 * may take it with a CAS (acquire) once the owner has been in one
+	 * turn for steal_next_ns: a woken actor must not wait for its
+	 * waker's long handler while a worker idles (core/sched.c). */
+	alignas(URA__CACHELINE) _Atomic(struct ura__actor *) next;
+	struct ura__runq rq;
 
 	/* Sleep/wake and quiescence: written by the owner, read by wakers
 	 * and by whoever checks for quiescence. */
@@ -159,6 +170,7 @@ struct ura_system {
 	_Atomic int started;
 	_Atomic int nsleeping;         /* workers in the sleep path */
 	_Atomic int nspinning;         /* workers spinning for work */
+	_Atomic int nwatching;         /* workers asleep watching a next slot */
 	_Atomic unsigned in_loop;      /* workers in their loop (shutdown order) */
 	/* Work held by threads that are not workers (a snapshot thread):
 	 * the system is not quiescent while it is non-zero. */
@@ -173,6 +185,7 @@ struct ura_system {
 	unsigned nnodes;
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
 	uint64_t steal_remote_ns;      /* local victims empty this long first */
+	uint64_t steal_next_ns;        /* a busy peer's next slot after this */
 	int numa_batch;                /* cross-node messages go through outboxes */
 	unsigned outbox_batch;         /* flush an outbox at this many */
 
@@ -235,7 +248,7 @@ extern _Thread_local struct ura__worker *ura__current_worker;
 #define ura__ctx_bad(cx) (ura__unlikely(!(cx)))
 #else
 int ura__ctx_stale(const struct ura_ctx *cx);
-static inline int ura__ctx_bad(const struct ura_ctx *cx)
+ura__no_sanitize static inline int ura__ctx_bad(const struct ura_ctx *cx)
 {
 	if (ura__unlikely(!cx))
 		return 1;

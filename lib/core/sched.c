@@ -133,12 +133,29 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		return;
 	}
 	/* The woken actor runs next on this worker, where the message it got
-	 * is still in cache; whoever held the slot goes to the queue, where
-	 * an idle peer may steal it. */
-	struct ura__actor *old = w->next;
-	w->next = a;
-	if (old)
-		ura__push_local(w, old);
+	 * is still in cache, if the slot is free; else it goes to the queue,
+	 * where an idle peer may steal it. (The slot is not handed on, as a
+	 * LIFO would: that takes an exchange, and a thief may be emptying
+	 * it. A thief only ever empties it, so a slot seen empty here stays
+	 * empty until we fill it.) release: publishes the actor to a thief
+	 * that takes it (acquire CAS in steal_next). */
+	if (atomic_load_explicit(&w->next, memory_order_relaxed)) {
+		ura__push_local(w, a);
+		return;
+	}
+	atomic_store_explicit(&w->next, a, memory_order_release);
+	/* Someone must look at the slot if our turn goes on: wake one
+	 * sleeper to watch it, once per busy period (idle_epoch moves on
+	 * every idle -> busy), unless a worker spins or watches already.
+	 * relaxed loads: a heuristic; a watch missed costs latency, never
+	 * the actor, which runs here after the turn. */
+	if (sys->nworkers > 1 && w->watch_woke != ura__ld(&w->idle_epoch) &&
+	    atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) &&
+	    !atomic_load_explicit(&sys->nspinning, memory_order_relaxed) &&
+	    !atomic_load_explicit(&sys->nwatching, memory_order_relaxed)) {
+		w->watch_woke = ura__ld(&w->idle_epoch);
+		wake_among(sys, w, 0, sys->nworkers, w->id + 1);
+	}
 }
 
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)
@@ -174,6 +191,69 @@ static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
 	return NULL;
 }
 
+/*
+ * The next slot of a peer stuck in one turn. A busy owner's slot is
+ * taken only when its turn count has not moved for steal_next_ns: the
+ * same turn has been running that long, and the actor in the slot has
+ * waited for it. The thief watches one peer at a time (watch_*): the
+ * peer, its turn count, since when. The CAS (acquire: pairs with the
+ * owner's release store of the slot) races the owner's exchange in
+ * ura__pick; exactly one of them gets the actor.
+ */
+static struct ura__actor *steal_next(struct ura__worker *w, unsigned first, unsigned count,
+				     uint64_t now)
+{
+	ura_system *sys = w->sys;
+	for (unsigned i = 0; i < count; i++) {
+		struct ura__worker *v = &sys->workers[first + i];
+		if (v == w)
+			continue;
+		/* relaxed: a look; the CAS decides. */
+		struct ura__actor *a = atomic_load_explicit(&v->next, memory_order_relaxed);
+		if (!a || atomic_load_explicit(&v->idle, memory_order_relaxed))
+			continue;
+		uint64_t turns = ura__ld(&v->st.turns);
+		if (w->watch_v != (int)v->id || w->watch_turns != turns) {
+			/* A new turn: its waiting starts now. */
+			if (w->watch_v == (int)v->id && w->watch_wait < 3 * sys->steal_next_ns)
+				w->watch_wait *= 2; /* it moves on: look less often */
+			else if (w->watch_v != (int)v->id)
+				w->watch_wait = sys->steal_next_ns;
+			w->watch_v = (int)v->id;
+			w->watch_turns = turns;
+			w->watch_since = now;
+			return NULL;
+		}
+		if (now - w->watch_since < sys->steal_next_ns)
+			return NULL;
+		if (atomic_compare_exchange_strong_explicit(&v->next, &a, NULL,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			w->watch_v = -1;
+			return a;
+		}
+		return NULL;
+	}
+	w->watch_v = -1; /* nothing to watch */
+	return NULL;
+}
+
+/* How long a worker about to sleep may sleep before it looks at the next
+ * slot it watches again; 0: it watches none (sleep until woken). */
+uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now)
+{
+	if (w->watch_v < 0)
+		return 0;
+	struct ura__worker *v = &w->sys->workers[w->watch_v];
+	if (!atomic_load_explicit(&v->next, memory_order_relaxed) ||
+	    atomic_load_explicit(&v->idle, memory_order_relaxed)) {
+		w->watch_v = -1;
+		return 0;
+	}
+	uint64_t due = w->watch_since + w->watch_wait;
+	return due > now ? due - now : 1;
+}
+
 /* Same node first; other nodes only once this node has had nothing to
  * steal for steal_remote_ns (a remote actor drags its memory along). */
 static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
@@ -181,6 +261,8 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 	ura_system *sys = w->sys;
 	struct ura__node *n = &sys->nodes[w->node];
 	struct ura__actor *a = steal_range(w, n->first, n->count);
+	if (!a && sys->nworkers > 1)
+		a = steal_next(w, n->first, n->count, now);
 	if (a) {
 		ura__inc(&w->st.steals);
 		w->local_dry_since = 0;
@@ -213,7 +295,8 @@ struct ura__actor *ura__find_stealable(struct ura__worker *w, uint64_t now)
 
 int ura__has_local(struct ura__worker *w)
 {
-	return w->next || w->ovf_head || ura__rq_len(&w->rq);
+	return atomic_load_explicit(&w->next, memory_order_relaxed) || w->ovf_head ||
+	       ura__rq_len(&w->rq);
 }
 
 int ura__sched_visible(struct ura__worker *w)

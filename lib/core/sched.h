@@ -21,6 +21,9 @@ int ura__wake(struct ura__worker *self, struct ura__worker *v);
 /* Owner, idle: an actor from the node's inject queue or stolen from a
  * peer (same node first; other nodes after steal_remote_ns), or NULL. */
 struct ura__actor *ura__find_stealable(struct ura__worker *w, uint64_t now);
+/* Owner, about to sleep: how long before it must look at the busy
+ * peer's next slot it watches (see steal_next), or 0 for none. */
+uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now);
 /* Owner: actors runnable on this worker. */
 int ura__has_local(struct ura__worker *w);
 /* Owner, after its seq_cst fence before sleeping: work another thread
@@ -96,15 +99,17 @@ static inline struct ura__actor *ura__pick(struct ura__worker *w)
 		ura__refill(w);
 	if (++w->tick % URA__INJECT_EVERY == 0 && (a = ura__inject_pop(w)))
 		return a;
-	if (w->next) {
+	/* relaxed: only this thread fills the slot; a thief may have
+	 * emptied it, which the exchange finds out. The exchange (relaxed:
+	 * the actor is ours, nothing to acquire) races a thief's CAS: one
+	 * of the two gets the actor (core/sched.c, steal_next). */
+	if (atomic_load_explicit(&w->next, memory_order_relaxed) &&
+	    (a = atomic_exchange_explicit(&w->next, NULL, memory_order_relaxed))) {
 		if (w->next_streak < URA__NEXT_STREAK_MAX || !ura__rq_len(&w->rq)) {
-			a = w->next;
-			w->next = NULL;
 			w->next_streak++;
 			return a;
 		}
-		ura__push_local(w, w->next);
-		w->next = NULL;
+		ura__push_local(w, a);
 	}
 	w->next_streak = 0;
 	if ((a = ura__rq_pop(&w->rq)))

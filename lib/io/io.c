@@ -154,7 +154,14 @@ static void attempt_done(struct ura__worker *w, struct ura__op *op, int64_t res)
 	int op_kind = op->rq.op;
 	if ((op_kind == URA_IO_WRITE || op_kind == URA_IO_SEND) && res >= 0) {
 		op->done += (size_t)res;
-		if (res > 0 && (size_t)res < op->rq.len && !w->io->exiting) {
+		/* A cancel that came while the attempt was completing
+		 * found nothing in the kernel to cancel: it ends the
+		 * operation here instead, or the rest of a write to a
+		 * peer that reads nothing would wait forever. */
+		if (res > 0 && (size_t)res < op->rq.len && op->cancelled) {
+			op->done = 0;
+			res = -ECANCELED;
+		} else if (res > 0 && (size_t)res < op->rq.len && !w->io->exiting) {
 			/* A short write: the rest goes out before we report,
 			 * so the caller sees all of it or an error. */
 			op->rq.buf = (char *)op->rq.buf + res;
@@ -164,7 +171,8 @@ static void attempt_done(struct ura__worker *w, struct ura__op *op, int64_t res)
 			resubmit(w, op);
 			return;
 		}
-		res = (int64_t)op->done;
+		if (res >= 0)
+			res = (int64_t)op->done;
 	}
 	/* An error after some bytes went out: the error wins; the caller
 	 * must not assume any of it arrived. */
@@ -492,6 +500,7 @@ static void cancel_local(struct ura__worker *w, int64_t id)
 		return;
 	}
 	op->rearm = 0;
+	op->cancelled = 1;
 	/* Last: the backend may complete (and free) the operation here. */
 	ura__poller_cancel(&w->poller, &op->rq);
 }

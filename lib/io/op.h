@@ -37,6 +37,7 @@ struct ura__op {
 	uint8_t timer_fired;        /* its linked timeout said -ETIME */
 	uint8_t rearm;              /* accept without kernel multishot */
 	uint8_t delivered;          /* completions delivered so far (any) */
+	uint8_t cancelled;          /* ura_io_cancel'ed: no further attempt */
 };
 
 /* Per worker. */

@@ -124,6 +124,7 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
 		w->id = i;
 		w->cpu = sys->pin && !topo->simulated ? topo->cpu[e] : -1;
 		w->rng = 0x9e3779b9u * (i + 1);
+		w->watch_v = -1;
 		w->poller.efd = w->poller.epfd = -1;
 		if (topo->node[e] != last) {
 			last = topo->node[e];
@@ -254,6 +255,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	sys->spin_ns = p.spin_ns;
 	sys->timer_slack_ns = p.timer_slack_ns;
 	sys->steal_remote_ns = p.steal_remote_ns;
+	/* Longer than nearly every handler (so an actor is not moved away
+	 * from its cache for nothing), short enough that a woken actor
+	 * starts within a millisecond while its waker computes. */
+	sys->steal_next_ns = 100 * URA_USEC;
 	sys->pool_threads = p.pool_threads;
 	sys->stack_pool = p.stack_pool;
 	sys->io_wq_max = p.io_wq_max;

@@ -66,6 +66,18 @@ static inline void mark_busy(struct ura__worker *w)
 		set_busy(w);
 }
 
+/* What this worker posted to other nodes goes now. Every path that may
+ * have posted (a turn, a source's service, a sleep that reaped
+ * completions) ends here before the worker looks for more work or
+ * sleeps: a completion for an actor of another node (its operation was
+ * submitted here before the actor went home) sat in the outbox of a
+ * worker that then slept, and nothing else would have flushed it. */
+static inline void flush_outbox(struct ura__worker *w)
+{
+	if (w->outbox_dirty)
+		ura__outbox_flush_all(w);
+}
+
 /* One pass over the sources, from the loop. */
 static inline void service_sources(struct ura__worker *w)
 {
@@ -78,9 +90,7 @@ static inline void service_sources(struct ura__worker *w)
 	}
 	SOURCES(X)
 #undef X
-	/* What the sources sent to other nodes goes now. */
-	if (w->outbox_dirty)
-		ura__outbox_flush_all(w);
+	flush_outbox(w);
 }
 
 /* Idle: is there work that is not an actor? Sources that send are left
@@ -99,6 +109,7 @@ static inline int sources_ready(struct ura__worker *w, uint64_t *now)
 				return 1;                                  \
 		} else {                                                   \
 			ura__##s##_service(w, now, 1);                     \
+			flush_outbox(w);                                   \
 			if (ura__has_local(w))                             \
 				return 1;                                  \
 		}                                                          \
@@ -163,7 +174,7 @@ static inline uint64_t sources_deadline(struct ura__worker *w)
  * ura_config.idle_wait_ns brings a backstop back for a kernel that
  * loses wakes.
  */
-static void worker_sleep(struct ura__worker *w)
+static void worker_sleep(struct ura__worker *w, uint64_t watch)
 {
 	ura_system *sys = w->sys;
 	if (atomic_load_explicit(&sys->awaiters, memory_order_seq_cst) &&
@@ -182,6 +193,14 @@ static void worker_sleep(struct ura__worker *w)
 		uint64_t now = ura__now_ns();
 		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
 	}
+	/* Watching a busy peer's next slot (core/sched.c): back to look at
+	 * it in time. Counted so that the peer wakes no other watcher.
+	 * relaxed: a heuristic count (see ura__schedule). */
+	if (watch) {
+		if (watch < wait)
+			wait = watch;
+		atomic_fetch_add_explicit(&sys->nwatching, 1, memory_order_relaxed);
+	}
 	if (wait && !ura__has_local(w) && !ura__sched_visible(w) && !sources_visible(w) &&
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
@@ -191,6 +210,8 @@ static void worker_sleep(struct ura__worker *w)
 			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
 	}
+	if (watch)
+		atomic_fetch_sub_explicit(&sys->nwatching, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
@@ -224,8 +245,11 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		/* Blocks of other workers' pools go home before we sleep. */
 		if (w->pool.ret_dirty)
 			ura__pool_flush(&w->pool);
-		worker_sleep(w);
-		/* The sleep itself may have delivered I/O completions. */
+		flush_outbox(w);
+		worker_sleep(w, ura__watch_wait(w, ura__now_ns()));
+		/* The sleep itself may have delivered I/O completions, to
+		 * this node's actors or (through the outbox) another's. */
+		flush_outbox(w);
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now))
 			return NULL;
@@ -320,8 +344,7 @@ static void *worker_main(void *arg)
 		mark_busy(w);
 		ura__actor_turn(w, a);
 		/* End of the pass: no cross-node message waits longer. */
-		if (w->outbox_dirty)
-			ura__outbox_flush_all(w);
+		flush_outbox(w);
 	}
 	/* Nothing of an actor's may be in the kernel once destroy runs. */
 	ura__io_worker_exit(w);

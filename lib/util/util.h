@@ -37,6 +37,15 @@ extern _Atomic int ura__fence_dummy;
 #define ura__fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
 #endif
 
+/* For a debug check that reads memory which may be stale on purpose (a
+ * ura_ctx kept past its handler: ura__ctx_bad): the sanitizers would
+ * report the very misuse the check is there to catch. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ura__no_sanitize __attribute__((no_sanitize("address", "thread")))
+#else
+#define ura__no_sanitize
+#endif
+
 static inline void ura__cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
