@@ -155,6 +155,9 @@ URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
 {
 	if (ura__ctx_bad(cx) || !b || ura__behavior_ok(b) < 0)
 		return -EINVAL;
+	/* A context-switching actor receives with the behavior it names. */
+	if (cx->a->x && cx->a->x->fib)
+		return -EINVAL;
 	if (bound.type || cx->a->x) {
 		struct ura__actor_x *x = ura__actor_x(cx->a);
 		if (!x)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/fiber.h"
 #include "actor/group.h"
 #include "actor/signal.h"
 #include "core/post.h"
@@ -56,6 +57,7 @@ void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int
 	/* The exit reason into the slot (the state is gone), for signals
 	 * that arrive late (actor/signal.c). */
 	ura__sig_bury(w, a);
+	ura__fiber_free(sys, a);
 	ura__actor_x_free(a);
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
@@ -256,7 +258,8 @@ static void spawn_unwatch(struct ura__actor *parent, struct ura__actor *a, ura_r
 static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *parent,
 		 const ura_class *cls, const void *arg, const ura_spawn_opts *opts, ura_ref *out)
 {
-	if (!sys || !cls || !cls->initial || !cls->name)
+	if (!sys || !cls || (!cls->initial && !cls->body) || !cls->name ||
+	    ura__fiber_class_ok(cls) < 0)
 		return -EINVAL;
 	if (atomic_load_explicit(&sys->shutdown, memory_order_relaxed))
 		return -ESHUTDOWN;
@@ -269,7 +272,8 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (watch && !parent)
 		return -EINVAL; /* spawn_link from outside: there is no one to link */
 	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_) ||
-	    cls->unmatched > URA_UNMATCHED_STASH || ura__behavior_ok(cls->initial) < 0)
+	    cls->unmatched > URA_UNMATCHED_STASH ||
+	    (cls->initial && ura__behavior_ok(cls->initial) < 0))
 		return -EINVAL;
 	/* The spawn's bound replaces the class's; both are checked. */
 	const ura_mailbox_opts *mbo = opts && opts->mailbox ? opts->mailbox : cls->mailbox;
@@ -289,6 +293,16 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (!a)
 		return -ENOMEM;
 	void *state = a->state;
+	if (cls->body) {
+		if (!a->beh)
+			a->beh = &ura__fiber_nobeh;
+		int rc = ura__fiber_new(sys, a);
+		if (rc < 0) {
+			ura__die(sys, w, a, 0);
+			release(sys, w, a);
+			return rc;
+		}
+	}
 	/* The group first, before init: a spawn that fails must not have run
 	 * init without its destroy, nor destroy after a successful init (so
 	 * a class that hands resources over in `arg` knows the one rule:
@@ -356,7 +370,11 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	a->became = 0;
 	if (a->state_kind == URA__A_ALIVE)
 		phase_of_child(sys, w, a);
-	release(sys, w, a);
+	/* A body starts as a first turn would: scheduled with the token. */
+	if (a->state_kind == URA__A_ALIVE && cls->body)
+		ura__schedule(sys, w, a);
+	else
+		release(sys, w, a);
 	if (out)
 		*out = ref;
 	return 0;
@@ -421,6 +439,7 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		free_state(a);
 		a->state_kind = URA__A_FREE;
 	}
+	ura__fiber_free(sys, a);
 	struct ura__actor_x *x = a->x;
 	if (x) {
 		for (struct ura_msg *m2 = x->stash, *n2; m2; m2 = n2) {

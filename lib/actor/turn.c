@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actor/fiber.h"
+#include "actor/scoped.h"
 #include "actor/signal.h"
 #include "core/post.h"
 #include "io/io.h"
@@ -114,6 +116,8 @@ static __attribute__((noinline)) int deliver_kind(struct ura_ctx *cx, struct ura
 			return 1;
 		if (m->kind == URA__MK_REQ_TIMEOUT)
 			return 0; /* the answer won; its deadline lost the race */
+		if (a->beh == &ura__scoped_beh)
+			return dispatch(cx, m); /* a scoped actor's own request */
 		ura__inc(&cx->w->st.unmatched);
 		if (cx->sys->trace_unmatched)
 			trace_unmatched(cx, m, "answer to no pending request dropped");
@@ -183,6 +187,11 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	struct ura_msg *m, *r;
 	unsigned n = 0;
 
+	/* A context-switching actor's turn is its body's (actor/fiber.c). */
+	if (ura__unlikely(a->x && a->x->fib) && a->state_kind == URA__A_ALIVE) {
+		ura__fiber_turn(w, a);
+		return;
+	}
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
 	ura__inc(&w->st.turns);
 	cx.turn = ura__ld(&w->st.turns);

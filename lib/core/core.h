@@ -29,6 +29,7 @@ struct ura__names;       /* actor/registry.c: the name registry */
 struct ura__snap;        /* snap/snap.h: snapshots */
 struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
 struct ura__bp;          /* core/bound.h: a bounded mailbox's record */
+struct ura__fibsys;      /* actor/fiber.h: stacks of context-switching actors */
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -69,7 +70,8 @@ struct ura__wstats {
 		dead_letters, turns, steals, sleeps, wakeups, ring_enters,
 		timers_armed, timers_fired, timers_cancelled,
 		signals, steals_remote, cross_node, flushes, flushed,
-		io_submitted, io_completed;
+		io_submitted, io_completed,
+		fiber_switches;           /* actor/fiber.c */
 };
 
 struct ura__worker {
@@ -240,6 +242,8 @@ struct ura_system {
 #ifdef URA_DETERMINISTIC
 	struct ura__det *det;          /* runtime/det.c */
 #endif
+	struct ura__fibsys *fib;         /* actor/fiber.c; made at the first such spawn */
+	uint64_t stack_pool;             /* actor/fiber.c: ura_config.stack_pool */
 };
 
 /* A handler's view of the runtime (ura.h's ura_ctx). */

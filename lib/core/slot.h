@@ -21,6 +21,7 @@
 
 struct ura__pending;  /* actor/: a request awaiting its reply */
 struct ura__sig;      /* actor/signal.h: links, monitors, promises, exit reason */
+struct ura__fiber;    /* actor/fiber.h: a context-switching actor's stack */
 
 enum {
 	URA__A_FREE = 0, /* no incarnation (never spawned, or stopped) */
@@ -82,6 +83,9 @@ struct ura__actor_x {
 	struct ura__sig *sig;               /* actor/: links, monitors, promises, its
 	                                       exit reason; freed by actor/ before
 	                                       the record (ura__sig_free) */
+	struct ura__fiber *fib;             /* actor/fiber.h: a context-switching
+	                                       actor's stack; freed by actor/ before
+	                                       the record (ura__fiber_free) */
 };
 
 _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");

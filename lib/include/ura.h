@@ -414,7 +414,17 @@ typedef struct ura_class {
 	 * mailboxes" below); NULL: unbounded. Read at each spawn; must
 	 * outlive the spawn calls only. */
 	const struct ura_mailbox_opts *mailbox;
-	uint64_t reserved_[5];       /* zero */
+	uint64_t reserved_[2];       /* zero */
+	/* A context-switching actor (see "Context-switching actors"): its
+	 * body runs on a stack of its own once the spawn returned, and
+	 * calls ura_receive(); `initial` may then be NULL. NULL: an
+	 * event-based actor. */
+	void (*body)(ura_ctx *cx, void *state);
+	/* Its stack's size in bytes, rounded up to pages; 0:
+	 * URA_STACK_DEFAULT; below URA_STACK_MIN or above URA_STACK_MAX:
+	 * -EINVAL at spawn. Only with body. */
+	size_t stack_size;
+	uint64_t reserved5_;         /* zero */
 } ura_class;
 
 /* ------------------------------------------------------------------------ */
@@ -474,7 +484,12 @@ typedef struct ura_config {
 	unsigned pool_threads;
 	/* Zero. (A library built with -Ddeterministic=true, for tests, reads
 	 * reserved_[0] as its seed: lib/README.md.) */
-	uint64_t reserved_[16];
+	uint64_t reserved_[6];
+	/* Stacks of context-switching actors the system keeps mapped for
+	 * later spawns once their actors stopped (each keeps the pages it
+	 * touched); 0: 64. */
+	uint64_t stack_pool;
+	uint64_t reserved7_[9]; /* zero */
 } ura_config;
 
 /* Creates a system and (unless cfg->paused) starts its workers. cfg may be
@@ -543,7 +558,15 @@ typedef struct ura_stats {
 	uint64_t mb_waits;         /* sends from outside that had to wait */
 	uint64_t mb_overloads;     /* URA_OVERLOAD signals sent */
 	uint64_t mb_over;          /* accepted over the bound (see URA_FULL_MUTE) */
-	uint64_t reserved_[26];    /* written as zero: later counters go here */
+	uint64_t reserved_[4];     /* written as zero: later counters go here */
+	/* Context-switching actors: alive now; switches into their bodies;
+	 * stacks mapped now (running, waiting, or kept in the pool); of
+	 * those, kept in the pool for the next spawn. */
+	uint64_t fibers;
+	uint64_t fiber_switches;
+	uint64_t stacks_mapped;
+	uint64_t stacks_pooled;
+	uint64_t reserved2_[18];   /* written as zero */
 } ura_stats;
 URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 
@@ -1404,6 +1427,181 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Context-switching actors (libcppa's, Erlang's processes): an actor whose
+ * class has a `body` runs it as ordinary sequential code on a stack of its
+ * own, and waits for messages with a blocking, selective receive:
+ *
+ *	static void body(ura_ctx *cx, void *state)
+ *	{
+ *		while (ura_receive(cx, &serving, URA_FOREVER) == 0)
+ *			;   // a case of `serving` ran
+ *	}
+ *
+ * The body starts on a worker after the spawn returned (after init, as a
+ * first turn would). While it waits in ura_receive (or ura_io_call), the
+ * worker runs other actors, and an idle worker may steal the waiting actor:
+ * the body may resume on another thread than it blocked on, so it must not
+ * keep thread-local state (a __thread variable, errno, a lock) across a
+ * receive, nor leave the floating-point control modes (fesetround, MXCSR)
+ * changed across one: they are the thread's, not the stack's (the switch
+ * does not save them; kernel-notes/stacks.md says why). A waiting actor
+ * costs its stack (what it touched of it) and its slot. Its ura_ctx stays valid from the body's start to its end, across
+ * receives; handlers that a receive runs get the same ctx. Sends, spawns,
+ * requests (their continuations run inside a later receive or I/O call),
+ * timers, groups, links, monitors and ura_stop work as in a handler;
+ * ura_become does not apply (-EINVAL).
+ *
+ * The actor stops when the body returns (reason URA_NORMAL unless ura_exit
+ * set one), or when it is stopped or killed while it waits, or at its next
+ * receive after ura_stop / ura_exit: then the receive never returns: the
+ * stack is dropped as it is (C has no unwinding: code after the receive
+ * does not run, so keep what must be freed in the state, and free it in the
+ * class's destroy callback, which runs as for any actor), and the stack's
+ * memory goes back to the pool.
+ *
+ * Stacks come from a per-system pool, with a PROT_NONE guard page below
+ * each and memory committed on first touch (MAP_NORESERVE): an idle actor
+ * costs the pages its body touched. Running into the guard page ends the
+ * process with a message naming the actor's class (a SIGSEGV handler on an
+ * alternate signal stack, installed once), rather than corrupting the
+ * memory below. kernel-notes/stacks.md has the costs.
+ *
+ * Snapshots: a context-switching actor cannot be saved (its stack holds
+ * code addresses and pointers); ura_snapshot reports it as unsaveable (or
+ * skips it), and ura_snap_register refuses its class (-EINVAL).
+ */
+#define URA_STACK_MIN ((size_t)16 << 10)      /* 16 KiB */
+#define URA_STACK_DEFAULT ((size_t)256 << 10) /* 256 KiB, reserved not committed */
+#define URA_STACK_MAX ((size_t)1 << 30)
+/* No timeout: wait until a message matches. */
+#define URA_FOREVER UINT64_MAX
+
+/* Waits until a message matching a case of b is in the mailbox, runs that
+ * case's handler (on this stack, with the same ctx), and returns 0.
+ * Messages that match no case stay in the mailbox, in order, for a later
+ * receive (selective receive: each receive scans them from the oldest),
+ * whatever b->unmatched says. timeout_ns: give up after this long with
+ * -ETIMEDOUT, having run b->on_timeout (if set) with a URA_TIMEOUT
+ * message; 0: poll once (take a matching message if one is there, never
+ * wait); URA_FOREVER: no timeout. b->timeout_ns is not used. Requests are
+ * matched as in a handler (the case may ura_reply; an unanswered one gets
+ * URA_ERROR(noreply)); answers to this actor's own requests run their
+ * continuations as they arrive, then the receive goes on waiting. Only in
+ * the body of a context-switching actor: -EINVAL from an event-based
+ * actor's handler, from an init, from a case or continuation a receive
+ * runs (a receive does not nest: the outer case's message would be freed
+ * under it), or for a bad behavior; never a hang. Does not return when the actor is stopped
+ * while it waits (see above). */
+URA_API int ura_receive(ura_ctx *cx, const ura_behavior *b, uint64_t timeout_ns);
+
+/* Blocking-style I/O on the ring: submits r on this worker's ring as
+ * ura_io_submit does and suspends the actor until its completion (the
+ * worker runs others meanwhile), then returns what the completion's res
+ * says: bytes moved, a new fd, 0, or -errno (a deadline r->timeout_ns
+ * that passed: -ETIME). READ and RECV copy at most `cap` bytes of what was
+ * read into buf (r->len bytes are asked for; give len <= cap). Messages
+ * that arrive meanwhile wait in the mailbox for a later receive. Threads:
+ * as ura_receive. -EINVAL outside a context-switching actor's body (as
+ * ura_receive), for a multishot accept, or a
+ * READ/RECV without buf; the errors of ura_io_submit. Does not return
+ * when the actor is stopped while it waits (the operation is cancelled;
+ * READV/WRITEV memory on the stack stays mapped until it completed). */
+URA_API int64_t ura_io_call(ura_ctx *cx, const ura_io_req *r, void *buf, size_t cap);
+
+static inline int64_t ura_call_read(ura_ctx *cx, int fd, void *buf, size_t len,
+				    int64_t offset)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_READ; r.fd = fd; r.len = len; r.offset = offset;
+	return ura_io_call(cx, &r, buf, len);
+}
+static inline int64_t ura_call_write(ura_ctx *cx, int fd, const void *buf, size_t len,
+				     int64_t offset)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_WRITE; r.fd = fd; r.buf = buf; r.len = len; r.offset = offset;
+	return ura_io_call(cx, &r, NULL, 0);
+}
+static inline int64_t ura_call_recv(ura_ctx *cx, int fd, void *buf, size_t len,
+				    uint64_t timeout_ns)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_RECV; r.fd = fd; r.len = len; r.timeout_ns = timeout_ns;
+	return ura_io_call(cx, &r, buf, len);
+}
+static inline int64_t ura_call_send(ura_ctx *cx, int fd, const void *buf, size_t len)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_SEND; r.fd = fd; r.buf = buf; r.len = len;
+	return ura_io_call(cx, &r, NULL, 0);
+}
+static inline int64_t ura_call_accept(ura_ctx *cx, int fd, int flags)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_ACCEPT; r.fd = fd; r.flags = flags;
+	return ura_io_call(cx, &r, NULL, 0);
+}
+static inline int64_t ura_call_connect(ura_ctx *cx, int fd, const void *addr,
+				       unsigned addrlen)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_CONNECT; r.fd = fd; r.addr = addr; r.addrlen = addrlen;
+	return ura_io_call(cx, &r, NULL, 0);
+}
+static inline int64_t ura_call_close(ura_ctx *cx, int fd)
+{
+	ura_io_req r = URA__ZERO;
+	r.op = URA_IO_CLOSE; r.fd = fd;
+	return ura_io_call(cx, &r, NULL, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scoped actors (CAF's scoped_actor, Akka's ask): a handle any thread that
+ * is not a worker makes to talk to actors: it has a ref of its own, so
+ * actors can send (and reply) to it; it sends, makes requests and waits for
+ * messages with a timeout; and its fd (an eventfd) is readable while a
+ * message waits for it, so a foreign event loop (epoll, libuv, GLib) can
+ * poll it and call ura_scoped_receive(..., 0) when it fires.
+ *
+ * One thread at a time uses a scoped actor (any thread, one after the
+ * other); two at once is undefined, and builds without NDEBUG catch it
+ * (the second call fails with -EBUSY and the log says so). Use after
+ * ura_scoped_free is undefined (debug builds: -EINVAL for a freed handle
+ * that was not yet reused). Not from a worker thread: its waits would block
+ * the worker (-EDEADLK). Messages to it are copied out of the runtime
+ * when they arrive; a request sent to it is answered at once with
+ * URA_ERROR(unmatched) (it has no handler to answer it). */
+typedef struct ura_scoped ura_scoped;
+
+/* Makes one, with a ref (live until ura_scoped_free) and an eventfd.
+ * -EINVAL (no system), -EDEADLK (a worker thread), -ENOMEM, -EMFILE,
+ * -ESHUTDOWN. */
+URA_API int ura_scoped_new(ura_system *sys, ura_scoped **out);
+/* Stops its actor (links and monitors see URA_NORMAL), closes the fd,
+ * frees the messages still waiting. Before ura_system_destroy. */
+URA_API void ura_scoped_free(ura_scoped *s);
+URA_API ura_ref ura_scoped_ref(ura_scoped *s);
+/* Readable (EPOLLIN) while a message waits; never read it yourself. */
+URA_API int ura_scoped_fd(ura_scoped *s);
+/* As ura_sendv_sys, with the scoped actor as the sender. */
+URA_API int ura_scoped_sendv(ura_scoped *s, ura_ref to, ura_atom tag,
+			     const ura_value *vals, unsigned n);
+/* The oldest waiting message, in *out, valid until the next receive,
+ * request or free on s; waits up to timeout_ns for one (0: poll once;
+ * URA_FOREVER). 0, -ETIMEDOUT, -EINVAL. */
+URA_API int ura_scoped_receive(ura_scoped *s, uint64_t timeout_ns, const ura_msg **out);
+/* Sends a request (the target sees it as any request, answers it with
+ * ura_reply or a promise) and waits up to timeout_ns (URA_FOREVER: no
+ * limit) for its answer, which *out then holds as ura_scoped_receive's
+ * message does: the reply, or URA_ERROR(reason[, value]) when the request
+ * failed (ura_exit_reason). Other messages arriving meanwhile wait for a
+ * later receive. 0; -ETIMEDOUT (a late answer is dropped); the errors of
+ * a send (-ESRCH: the target is gone). */
+URA_API int ura_scoped_requestv(ura_scoped *s, ura_ref to, uint64_t timeout_ns,
+				const ura_msg **out, ura_atom tag,
+				const ura_value *vals, unsigned n);
+
+/* ------------------------------------------------------------------------ */
 /* Snapshots: save a running system to a file without stopping it, and
  * restore a system from one (lib/snap/FORMAT.md has the file format).
  *
@@ -1659,6 +1857,11 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
 	ura_requestv((cx), (to), (cont), (data), URA__TV(__VA_ARGS__))
 #define ura_request_for(cx, to, timeout, cont, data, ...)                  \
 	ura_requestv_for((cx), (to), (timeout), (cont), (data), URA__TV(__VA_ARGS__))
+/* Scoped actors: ura_scoped_send(s, to, TAG, v...), and
+ * ura_scoped_request(s, to, timeout, &reply, TAG, v...). */
+#define ura_scoped_send(s, to, ...) ura_scoped_sendv((s), (to), URA__TV(__VA_ARGS__))
+#define ura_scoped_request(s, to, timeout, out, ...)                       \
+	ura_scoped_requestv((s), (to), (timeout), (out), URA__TV(__VA_ARGS__))
 /* ura_spawn(x, &cls, arg, &ref): variadic only so that a compound literal
  * argument with commas, &(point){ 1, 2 }, passes through the macro. */
 #define ura_spawn(x, cls, ...) _Generic((x),                               \
@@ -1870,6 +2073,12 @@ inline int sup_start(ura_ctx *x, const ura_sup_spec *s, const ura_spawn_opts *o,
 { return ura_sup_start_ctx(x, s, o, r); }
 inline int sup_start(ura_system *x, const ura_sup_spec *s, const ura_spawn_opts *o, ura_ref *r)
 { return ura_sup_start_sys(x, s, o, r); }
+template <class... A> int scoped_send(ura_scoped *s, ura_ref to, ura_atom t, A... a)
+{ vals<A...> vs(a...); return ura_scoped_sendv(s, to, t, vs.p(), vs.n); }
+template <class... A>
+int scoped_request(ura_scoped *s, ura_ref to, uint64_t tmo, const ura_msg **out, ura_atom t,
+		   A... a)
+{ vals<A...> vs(a...); return ura_scoped_requestv(s, to, tmo, out, t, vs.p(), vs.n); }
 
 } /* namespace ura_detail */
 
@@ -1913,6 +2122,9 @@ inline int sup_start(ura_system *x, const ura_sup_spec *s, const ura_spawn_opts 
 		0, #name_, 0, nullptr, { 0, 0 } }
 
 #define ura_send(x, to, ...) ::ura_detail::send((x), (to), __VA_ARGS__)
+#define ura_scoped_send(s, to, ...) ::ura_detail::scoped_send((s), (to), __VA_ARGS__)
+#define ura_scoped_request(s, to, timeout, out, ...)                       \
+	::ura_detail::scoped_request((s), (to), (timeout), (out), __VA_ARGS__)
 #define ura_reply(cx, ...) ::ura_detail::reply((cx), __VA_ARGS__)
 #define ura_send_wait(sys, to, deadline, ...)                              \
 	::ura_detail::send_wait((sys), (to), (deadline), __VA_ARGS__)

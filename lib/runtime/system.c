@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "actor/actor.h"
+#include "actor/fiber.h"
 #include "actor/group.h"
 #include "core/bound.h"
 #include "core/outbox.h"
@@ -39,6 +40,7 @@ struct params {
 	unsigned batch;
 	uint64_t idle_wait_ns, spin_ns, timer_slack_ns, steal_remote_ns;
 	unsigned pool_threads, io_wq_max, outbox_batch;
+	uint64_t stack_pool;
 	int pin, want_uring, trace_unmatched, numa_batch, paused;
 };
 
@@ -54,7 +56,8 @@ static int params_get(struct params *p, const ura_config *cfg)
 	enum { RSV0 = 0 };
 #endif
 	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 || cfg->log_level > URA_LOG_DEBUG ||
-	    !ura__zeroed(cfg->reserved_ + RSV0, sizeof cfg->reserved_ - RSV0 * sizeof(uint64_t)))
+	    !ura__zeroed(cfg->reserved_ + RSV0, sizeof cfg->reserved_ - RSV0 * sizeof(uint64_t)) ||
+	    !ura__zeroed(cfg->reserved7_, sizeof cfg->reserved7_))
 		return -EINVAL;
 	memset(p, 0, sizeof *p);
 	p->log.fn = cfg->log;
@@ -75,6 +78,7 @@ static int params_get(struct params *p, const ura_config *cfg)
 	p->steal_remote_ns = cfg->steal_remote_ns ? cfg->steal_remote_ns : 200 * URA_USEC;
 	p->pool_threads = cfg->pool_threads ? cfg->pool_threads : 2;
 	p->io_wq_max = cfg->io_wq_max ? cfg->io_wq_max : 4;
+	p->stack_pool = cfg->stack_pool ? cfg->stack_pool : 64;
 	p->outbox_batch = cfg->numa_batch ? cfg->numa_batch : 32;
 	p->numa_batch = !cfg->no_numa_batching;
 	p->pin = !cfg->no_pinning;
@@ -211,6 +215,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	ura__groups_fini(sys);
 	ura__names_fini(sys);
 	ura__snap_fini(sys);
+	ura__fibers_fini(sys);
 	for (unsigned k = 0; sys->nodes && k < sys->nnodes; k++)
 		pthread_mutex_destroy(&sys->nodes[k].inject_lock);
 	free(sys->nodes);
@@ -268,6 +273,7 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	 * starts within a millisecond while its waker computes. */
 	sys->steal_next_ns = 100 * URA_USEC;
 	sys->pool_threads = p.pool_threads;
+	sys->stack_pool = p.stack_pool;
 	sys->io_wq_max = p.io_wq_max;
 	sys->outbox_batch = p.outbox_batch;
 	sys->numa_batch = p.numa_batch;
@@ -462,6 +468,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->timers_cancelled += ura__ld(&s->timers_cancelled);
 		out->io_submitted += ura__ld(&s->io_submitted);
 		out->io_completed += ura__ld(&s->io_completed);
+		out->fiber_switches += ura__ld(&s->fiber_switches);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
 	out->mb_dropped = ura__ld(&sys->bpst.dropped);
@@ -470,6 +477,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 	out->mb_waits = ura__ld(&sys->bpst.waits);
 	out->mb_overloads = ura__ld(&sys->bpst.overloads);
 	out->mb_over = ura__ld(&sys->bpst.over);
+	ura__fibers_stats(sys, &out->fibers, &out->stacks_mapped, &out->stacks_pooled);
 	out->io_inflight = out->io_submitted > out->io_completed ?
 				   out->io_submitted - out->io_completed : 0;
 	/* Armed from outside: counted once, when armed. (Summing workers'

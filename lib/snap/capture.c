@@ -158,6 +158,11 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 	const char *cname = a->cls->name;
 	const struct ura__snap_reg *rg = reg_find(S, a->cls);
 	struct ura__actor_x *x = a->x;
+	if (a->cls->body) {
+		problem(S, buf, rec, id, "actor %s <%u.%u>: a context-switching actor (its stack "
+			"cannot be saved)", cname, ura__idx_no(a->idx), gen);
+		return;
+	}
 	if (!rg) {
 		problem(S, buf, rec, id, "actor %s <%u.%u>: class not registered (ura_snap_register)",
 			cname, ura__idx_no(a->idx), gen);

@@ -16,6 +16,8 @@ URA_API int ura_snap_register(ura_system *sys, const ura_snap_class *sc)
 	if (!sys || !sc || !sc->cls || !sc->cls->name || !*sc->cls->name ||
 	    !ura__zeroed(sc->reserved_, sizeof sc->reserved_) ||
 	    !sc->cls->initial || !sc->save != !sc->load ||
+	    /* A context-switching actor's stack cannot be saved. */
+	    sc->cls->body ||
 	    (sc->nbehaviors && !sc->behaviors) || strlen(sc->cls->name) > UINT16_MAX)
 		return -EINVAL;
 	/* A restored actor is put straight into one of these: each must be

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Context-switching actors (issue 18): selective receive keeps unmatched
+ * messages in order for a later receive; timeouts (0 polls once); requests
+ * made and answered from a body; a body resumed on another worker keeps its
+ * stack (stealing between receives), under a stress of many bodies and
+ * senders; a body stopped or killed while it waits (in a receive, in an I/O
+ * call) never resumes, its destroy runs and its stack goes back (the pool
+ * keeps at most ura_config.stack_pool); bad input gets -EINVAL.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#define A_A URA_ATOM("a")
+#define A_B URA_ATOM("b")
+#define A_C URA_ATOM("c")
+#define A_X URA_ATOM("x")
+#define A_GO URA_ATOM("go")
+#define A_DBL URA_ATOM("dbl")
+#define A_DONE URA_ATOM("done")
+#define A_PING URA_ATOM("ping")
+
+/* ---- selective receive and timeouts -------------------------------------- */
+
+static int64_t last;
+static int timeouts;
+static int sel_rc[16];
+static int64_t sel_v[16];
+static _Atomic int destroyed, after_wait;
+
+static void take(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	last = ura_arg_i64(m, 0);
+}
+static void on_tmo(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	timeouts += ura_msg_tag(m) == URA_TIMEOUT;
+}
+URA_BEHAVIOR(only_a, URA_ON(A_A, "i", take));
+URA_BEHAVIOR(only_b, URA_ON(A_B, "i", take));
+URA_BEHAVIOR(only_x, URA_ON(A_X, "i", take));
+URA_BEHAVIOR_OPTS(only_c, (.on_timeout = on_tmo), URA_ON(A_C, "i", take));
+
+static void sel_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	int k = 0;
+	/* a(1) x(1) x(2) b(2) x(3) are queued before the body starts. */
+	sel_rc[k] = ura_receive(cx, &only_b, URA_FOREVER); sel_v[k++] = last;
+	sel_rc[k] = ura_receive(cx, &only_a, URA_FOREVER); sel_v[k++] = last;
+	last = -1;
+	sel_rc[k] = ura_receive(cx, &only_c, 0); sel_v[k++] = last;             /* poll */
+	sel_rc[k] = ura_receive(cx, &only_c, 20 * URA_MSEC); sel_v[k++] = last; /* wait */
+	for (int i = 0; i < 3; i++) {
+		sel_rc[k] = ura_receive(cx, &only_x, 0);
+		sel_v[k++] = last;
+	}
+	last = -1;
+	sel_rc[k] = ura_receive(cx, &only_x, 0); sel_v[k++] = last; /* none left */
+	/* A message that arrives while the receive waits, before its
+	 * timeout: taken, and the timeout never fires later. */
+	ura_send(cx, ura_self(cx), A_C, 7);
+	sel_rc[k] = ura_receive(cx, &only_c, 10 * URA_SEC); sel_v[k++] = last;
+}
+
+static void count_destroy(void *st)
+{
+	(void)st;
+	atomic_fetch_add(&destroyed, 1);
+}
+
+static const ura_class sel_class = { .name = "sel", .body = sel_body,
+				     .destroy = count_destroy };
+
+static void test_selective(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref r;
+	t_must(ura_spawn(sys, &sel_class, NULL, &r));
+	/* The body may start before these land: it blocks in its first
+	 * receive until b comes, and keeps a and the x's in order. */
+	ura_send(sys, r, A_A, 1);
+	ura_send(sys, r, A_X, 1);
+	ura_send(sys, r, A_X, 2);
+	ura_send(sys, r, A_B, 2);
+	ura_send(sys, r, A_X, 3);
+	t_rc(await_guarded(sys), 0, "the selective body ran to its end");
+	t_eq(sel_rc[0], 0, "receive(b) took b though a came first");
+	t_eq(sel_v[0], 2, "... b's value");
+	t_eq(sel_rc[1], 0, "receive(a) then took a, kept since");
+	t_eq(sel_v[1], 1, "... a's value");
+	t_rc(sel_rc[2], -ETIMEDOUT, "timeout 0 with nothing matching: polled once");
+	t_rc(sel_rc[3], -ETIMEDOUT, "a 20 ms timeout with nothing matching");
+	t_eq(timeouts, 2, "on_timeout ran for both, with a URA_TIMEOUT message");
+	t_eq(sel_v[4] * 100 + sel_v[5] * 10 + sel_v[6], 123,
+	     "the kept x's come in the order they were sent");
+	t_rc(sel_rc[7], -ETIMEDOUT, "none is left after");
+	t_eq(sel_rc[8], 0, "a message that arrives while waiting is taken");
+	t_eq(sel_v[8], 7, "... its value");
+	t_eq(atomic_load(&destroyed), 1, "the body's end stopped the actor: destroy ran");
+	ura_stats st;
+	ura_system_stats(sys, &st);
+	t_eq(st.fibers, 0, "no context-switching actor left");
+	t_eq(st.unmatched, 0, "nothing was dropped as unmatched");
+	t_rc(ura_system_destroy(sys), 0, "destroy: nothing lost");
+}
+
+/* ---- requests from and to a body ------------------------------------------ */
+
+static int64_t req_got, req_answer;
+
+static void dbl(ura_ctx *cx, const ura_msg *m)
+{
+	ura_reply(cx, A_DBL, ura_arg_i64(m, 0) * 2);
+}
+URA_BEHAVIOR(doubling, URA_ON(A_DBL, "i", dbl));
+static const ura_class doubler = { .name = "doubler", .initial = &doubling };
+
+static void got_dbl(ura_ctx *cx, const ura_msg *m)
+{
+	req_got = ura_arg_i64(m, 0);
+	ura_send(cx, ura_self(cx), A_DONE);
+}
+static void nop(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+}
+URA_BEHAVIOR(done_beh, URA_ON(A_DONE, "", nop));
+
+static void req_body(ura_ctx *cx, void *st)
+{
+	ura_ref *target = st;
+	/* The continuation runs inside the receive that waits for DONE. */
+	ura_request(cx, *target, got_dbl, NULL, A_DBL, 21);
+	ura_receive(cx, &done_beh, URA_FOREVER);
+	/* Then serve one request: the case replies. */
+	ura_receive(cx, &doubling, URA_FOREVER);
+}
+static const ura_class req_class = { .name = "reqbody", .state_size = sizeof(ura_ref),
+				     .body = req_body };
+
+static void got_answer(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	req_answer = ura_msg_tag(m) == A_DBL ? ura_arg_i64(m, 0) : -1;
+}
+static void client_go(ura_ctx *cx, const ura_msg *m)
+{
+	ura_request(cx, ura_arg_ref(m, 0), got_answer, NULL, A_DBL, 50);
+}
+URA_BEHAVIOR(client_beh, URA_ON(A_GO, "r", client_go));
+static const ura_class client_class = { .name = "client", .initial = &client_beh };
+
+static void test_requests(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref d, f, c;
+	t_must(ura_spawn(sys, &doubler, NULL, &d));
+	t_must(ura_spawn(sys, &req_class, &d, &f));
+	t_must(ura_spawn(sys, &client_class, NULL, &c));
+	ura_send(sys, c, A_GO, f);
+	t_rc(await_guarded(sys), 0, "requests settle");
+	t_eq(req_got, 42, "a body's request: its continuation ran inside a later receive");
+	t_eq(req_answer, 100, "a body answered a request from a case its receive ran");
+	t_rc(ura_system_destroy(sys), 0, "destroy");
+}
+
+/* ---- stealing between receives, and a stress -------------------------------- */
+
+#define NF 32
+static _Atomic int mover_ran;
+static _Atomic long pings_seen, migrated, stack_ok;
+static long per_fiber;
+
+static void ping_sum(ura_ctx *cx, const ura_msg *m);
+URA_BEHAVIOR(pinging, URA_ON(A_PING, "i", ping_sum));
+static _Thread_local int64_t tl_last;
+static void ping_sum(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	tl_last = ura_arg_i64(m, 0);
+	atomic_store(&mover_ran, 1);
+	atomic_fetch_add_explicit(&pings_seen, 1, memory_order_relaxed);
+}
+
+static void steal_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	/* Locals live on the body's stack: they must come through every
+	 * switch and every move to another worker intact. */
+	volatile int64_t sum = 0;
+	char pad[512];
+	memset(pad, 0x5a, sizeof pad);
+	for (long i = 0; i < per_fiber; i++) {
+		unsigned w0 = ura_worker_id(cx);
+		if (ura_receive(cx, &pinging, URA_FOREVER) < 0)
+			return;
+		sum += tl_last; /* read on the thread that ran the case */
+		if (ura_worker_id(cx) != w0)
+			atomic_fetch_add_explicit(&migrated, 1, memory_order_relaxed);
+	}
+	int ok = sum == per_fiber * (per_fiber + 1) / 2;
+	for (size_t i = 0; i < sizeof pad; i++)
+		ok &= pad[i] == 0x5a;
+	atomic_fetch_add(&stack_ok, ok);
+}
+static const ura_class steal_class = { .name = "stealee", .body = steal_body,
+				       .stack_size = 32 << 10 };
+
+/* An event-based sender: sends each body its pings 1..per_fiber. */
+static ura_ref fibers[NF];
+static void send_all(ura_ctx *cx, const ura_msg *m)
+{
+	long k = ura_arg_i64(m, 0);
+	for (int f = (int)k; f < NF; f += 2)
+		for (long i = 1; i <= per_fiber; i++)
+			ura_send(cx, fibers[f], A_PING, (int64_t)i);
+}
+URA_BEHAVIOR(sender_beh, URA_ON(A_GO, "i", send_all));
+static const ura_class sender_class = { .name = "sender", .initial = &sender_beh };
+
+/* Keeps its worker busy until the mover ran elsewhere (at most 5 s). */
+static _Atomic int hog_started;
+static void hog(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	atomic_store(&hog_started, (int)ura_worker_id(cx));
+	uint64_t end = t_now_ns() + 5 * URA_SEC;
+	while (!atomic_load(&mover_ran) && t_now_ns() < end)
+		;
+}
+URA_BEHAVIOR(hog_beh, URA_ON(A_GO, "", hog));
+static const ura_class hog_class = { .name = "hog", .initial = &hog_beh };
+
+static void test_steal(void)
+{
+	ura_system *sys = t_system(2);
+	per_fiber = t_scaled(400);
+	for (int f = 0; f < NF; f++)
+		t_must(ura_spawn_ex(sys, &steal_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(f % 2) }, &fibers[f]));
+	ura_ref s0, s1;
+	t_must(ura_spawn(sys, &sender_class, NULL, &s0));
+	t_must(ura_spawn(sys, &sender_class, NULL, &s1));
+	/* Two senders on whatever workers; the bodies start on 0 and 1 and
+	 * go wherever an idle worker takes them. */
+	ura_send(sys, s0, A_GO, 0);
+	ura_send(sys, s1, A_GO, 1);
+	t_rc(await_guarded(sys), 0, "the stress settles");
+	t_ok(atomic_load(&stack_ok) == NF, "%d bodies x %ld pings: every sum and stack intact",
+	     NF, per_fiber);
+	t_diag("moved between receives in the stress: %ld times", atomic_load(&migrated));
+
+	/* A move made sure of: the body waits on one worker, a hog keeps
+	 * that one busy until the body ran, and the ping comes from outside
+	 * (the node's inject queue): only the other worker is free to take
+	 * the body. The hogs take turns, so the body moves every round. */
+	atomic_store(&migrated, 0);
+	atomic_store(&stack_ok, 0);
+	per_fiber = 20;
+	ura_ref mover, hogs[2];
+	t_must(ura_spawn_ex(sys, &steal_class, NULL,
+			    &(ura_spawn_opts){ .worker = URA_WORKER(0) }, &mover));
+	for (int k = 0; k < 2; k++)
+		t_must(ura_spawn_ex(sys, &hog_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(k) }, &hogs[k]));
+	t_rc(await_guarded(sys), 0, "the mover waits");
+	long forced = 0;
+	for (long i = 1, tries = 0; i <= per_fiber && tries < 1000; tries++) {
+		int at = ura_actor_worker(sys, mover);
+		atomic_store(&hog_started, -1);
+		atomic_store(&mover_ran, 0);
+		ura_send(sys, hogs[tries & 1], A_GO);
+		while (atomic_load(&hog_started) < 0)
+			usleep(100);
+		if (atomic_load(&hog_started) == at) {
+			ura_send(sys, mover, A_PING, (int64_t)i++);
+			forced++;
+		} else {
+			atomic_store(&mover_ran, 1); /* the hog sits elsewhere: again */
+		}
+		await_guarded(sys);
+	}
+	(void)hogs;
+	t_eq(atomic_load(&stack_ok), 1, "the mover's sum and stack came through intact");
+	t_eq(forced, per_fiber, "every ping found the mover's worker hogged");
+	t_eq(atomic_load(&migrated), per_fiber, "so it resumed on the other worker each time");
+	ura_stats st;
+	ura_system_stats(sys, &st);
+	t_ok(st.fiber_switches >= (uint64_t)NF, "switches counted (%" PRIu64 ")",
+	     st.fiber_switches);
+	t_rc(ura_system_destroy(sys), 0, "destroy");
+}
+
+/* ---- stop while blocked --------------------------------------------------- */
+
+static void blocked_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	ura_receive(cx, &only_a, URA_FOREVER);
+	atomic_fetch_add(&after_wait, 1); /* never: it is killed first */
+}
+static const ura_class blocked_class = { .name = "blocked", .body = blocked_body,
+					 .destroy = count_destroy };
+
+static void stop_in_case(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_stop(cx);
+}
+URA_BEHAVIOR(stop_beh, URA_ON(A_A, "i", stop_in_case));
+static void stopping_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	ura_receive(cx, &stop_beh, URA_FOREVER);
+	atomic_fetch_add(&after_wait, 1); /* never: the case stopped it */
+}
+static const ura_class stopping_class = { .name = "stopping", .body = stopping_body,
+					  .destroy = count_destroy };
+
+static int io_fds[2];
+static void io_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	char buf[64];
+	ura_call_recv(cx, io_fds[0], buf, sizeof buf, 0);
+	atomic_fetch_add(&after_wait, 1); /* never */
+}
+static const ura_class io_class = { .name = "ioblocked", .body = io_body,
+				    .destroy = count_destroy };
+
+static void test_stop(void)
+{
+	ura_system *sys;
+	t_must(ura_system_new(&sys, &(ura_config){ .workers = 2, .stack_pool = 8 }));
+	atomic_store(&destroyed, 0);
+	enum { N = 40 };
+	ura_ref r[N];
+	for (int i = 0; i < N; i++)
+		t_must(ura_spawn(sys, &blocked_class, NULL, &r[i]));
+	t_rc(await_guarded(sys), 0, "%d bodies wait in a receive: the system is quiescent", N);
+	ura_stats st;
+	ura_system_stats(sys, &st);
+	t_eq(st.fibers, N, "all alive, waiting");
+	t_eq(st.stacks_mapped, N, "one stack each");
+	for (int i = 0; i < N; i++)
+		ura_kill(sys, r[i], URA_KILL);
+	t_rc(await_guarded(sys), 0, "killed while they wait");
+	ura_system_stats(sys, &st);
+	t_eq(atomic_load(&destroyed), N, "every destroy ran");
+	t_eq(atomic_load(&after_wait), 0, "no body resumed past its receive");
+	t_eq(st.fibers, 0, "none alive");
+	t_eq(st.stacks_pooled, 8, "the pool keeps ura_config.stack_pool stacks");
+	t_eq(st.stacks_mapped, 8, "... and the others were unmapped");
+	t_rc(ura_send(sys, r[0], A_A, 1), -ESRCH, "the ref is stale");
+
+	ura_ref s;
+	t_must(ura_spawn(sys, &stopping_class, NULL, &s));
+	ura_system_stats(sys, &st);
+	t_eq(st.stacks_pooled, 7, "a spawn takes a pooled stack");
+	ura_send(sys, s, A_A, 1);
+	t_rc(await_guarded(sys), 0, "ura_stop in a case a receive ran");
+	t_eq(atomic_load(&destroyed), N + 1, "... stopped it: destroy ran");
+
+	t_must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, io_fds));
+	ura_ref io;
+	t_must(ura_spawn(sys, &io_class, NULL, &io));
+	/* Its receive in flight keeps the system busy: wait for it. */
+	for (int i = 0; i < 5000; i++) {
+		ura_system_stats(sys, &st);
+		if (st.io_inflight)
+			break;
+		usleep(1000);
+	}
+	t_eq(st.io_inflight, 1, "a body waits in ura_call_recv");
+	ura_kill(sys, io, URA_KILL);
+	t_rc(await_guarded(sys), 0, "killed in an I/O call");
+	t_eq(atomic_load(&destroyed), N + 2, "its destroy ran once the receive was cancelled");
+	t_eq(atomic_load(&after_wait), 0, "no body resumed");
+	close(io_fds[0]);
+	close(io_fds[1]);
+	ura_system_stats(sys, &st);
+	t_eq(st.fibers, 0, "none alive at the end");
+	t_rc(ura_system_destroy(sys), 0, "destroy");
+}
+
+/* ---- bad input ----------------------------------------------------------------- */
+
+static int ev_rc = 1, ev_io_rc = 1, become_rc = 1, null_rc = 1, nested_rc = 1, init_rc = 1;
+
+static void ev_try(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ev_rc = ura_receive(cx, &only_a, 0);
+	char b[4];
+	ev_io_rc = (int)ura_call_read(cx, 0, b, sizeof b, -1);
+}
+URA_BEHAVIOR(ev_beh, URA_ON(A_GO, "", ev_try));
+static const ura_class ev_class = { .name = "evented", .initial = &ev_beh };
+
+static void nested(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	nested_rc = ura_receive(cx, &only_b, 0);
+}
+URA_BEHAVIOR(nest_beh, URA_ON(A_A, "i", nested));
+static void bad_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	become_rc = ura_become(cx, &only_a);
+	null_rc = ura_receive(cx, NULL, 0);
+	ura_receive(cx, &nest_beh, URA_FOREVER);
+}
+static int bad_init(ura_ctx *cx, void *st, const void *arg)
+{
+	(void)st;
+	(void)arg;
+	init_rc = ura_receive(cx, &only_a, 0);
+	return 0;
+}
+static const ura_class bad_class = { .name = "bad", .body = bad_body, .init = bad_init };
+
+static void test_bad(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref r;
+	t_must(ura_spawn(sys, &ev_class, NULL, &r));
+	ura_send(sys, r, A_GO);
+	t_must(ura_spawn(sys, &bad_class, NULL, &r));
+	ura_send(sys, r, A_A, 1);
+	t_rc(await_guarded(sys), 0, "no hang");
+	t_rc(ev_rc, -EINVAL, "ura_receive from an event-based handler: -EINVAL");
+	t_rc(ev_io_rc, -EINVAL, "ura_io_call from an event-based handler: -EINVAL");
+	t_rc(init_rc, -EINVAL, "ura_receive from a body's init: -EINVAL");
+	t_rc(become_rc, -EINVAL, "ura_become from a body: -EINVAL");
+	t_rc(null_rc, -EINVAL, "ura_receive without a behavior: -EINVAL");
+	t_rc(nested_rc, -EINVAL, "ura_receive inside a case a receive runs: -EINVAL");
+
+	ura_class small = { .name = "small", .body = bad_body, .stack_size = URA_STACK_MIN - 1 };
+	t_rc(ura_spawn(sys, &small, NULL, &r), -EINVAL, "a stack below URA_STACK_MIN: -EINVAL");
+	ura_class huge = { .name = "huge", .body = bad_body, .stack_size = URA_STACK_MAX + 1 };
+	t_rc(ura_spawn(sys, &huge, NULL, &r), -EINVAL, "a stack above URA_STACK_MAX: -EINVAL");
+	ura_class nobody = { .name = "nobody", .initial = &only_a, .stack_size = 1 << 20 };
+	t_rc(ura_spawn(sys, &nobody, NULL, &r), -EINVAL, "a stack size without a body: -EINVAL");
+	ura_class neither = { .name = "neither" };
+	t_rc(ura_spawn(sys, &neither, NULL, &r), -EINVAL, "neither a behavior nor a body: -EINVAL");
+	ura_class res = { .name = "res", .body = bad_body, .reserved5_ = 1 };
+	t_rc(ura_spawn(sys, &res, NULL, &r), -EINVAL, "reserved space not zero: -EINVAL");
+	t_rc(ura_snap_register(sys, &(ura_snap_class){ .cls = &bad_class }), -EINVAL,
+	     "ura_snap_register of a class with a body: -EINVAL");
+	ura_class ok = { .name = "ok", .body = bad_body, .stack_size = URA_STACK_MIN };
+	t_rc(ura_spawn(sys, &ok, NULL, &r), 0, "URA_STACK_MIN itself is fine");
+	ura_send(sys, r, A_A, 1);
+	t_rc(await_guarded(sys), 0, "settles");
+	atomic_store(&destroyed, 0);
+	t_must(ura_spawn(sys, &blocked_class, NULL, &r));
+	t_rc(await_guarded(sys), 0, "a body waits");
+	t_rc(ura_system_destroy(sys), 0, "destroy with a body still waiting: nothing lost");
+	t_eq(atomic_load(&destroyed), 1, "... and its destroy ran");
+}
+
+/* ---- snapshots ------------------------------------------------------------- */
+
+static int snap_status = 1;
+static char snap_error[512];
+static void snap_done(void *ud, const ura_snap_info *info)
+{
+	(void)ud;
+	snap_status = info->status;
+	snprintf(snap_error, sizeof snap_error, "%s", info->error ? info->error : "");
+}
+
+static void test_snapshot(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref r;
+	t_must(ura_spawn(sys, &blocked_class, NULL, &r));
+	t_rc(await_guarded(sys), 0, "a body waits");
+	char path[] = "/tmp/ura_fiber_snapXXXXXX";
+	int fd = mkstemp(path);
+	close(fd);
+	t_rc(ura_snapshot(sys, path, &(ura_snap_opts){ .done = snap_done }), 0, "snapshot started");
+	t_rc(await_guarded(sys), 0, "... and done");
+	t_rc(snap_status, -EINVAL, "a snapshot with a body alive fails");
+	t_ok(strstr(snap_error, "context-switching") && strstr(snap_error, "blocked"),
+	     "... naming it as a context-switching actor: %s", snap_error);
+	unlink(path);
+	ura_kill(sys, r, URA_KILL);
+	t_rc(await_guarded(sys), 0, "settles");
+	t_rc(ura_system_destroy(sys), 0, "destroy");
+}
+
+int main(void)
+{
+	test_selective();
+	test_requests();
+	test_steal();
+	test_stop();
+	test_bad();
+	test_snapshot();
+	return t_done();
+}
