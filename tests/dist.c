@@ -540,6 +540,10 @@ int main(void)
 	ura_send(sys, R.peer, AT("linkto"), mine2, uratest);
 	t_ok(WAIT_FOR(R.erlexit != 0, 30), "Erlang's link to a ura actor fired");
 	t_ok(R.erlexit == AT("bang") && R.erlexit_v == 7, "... 'EXIT' with the real reason {bang, 7}");
+	{
+		char an[URA_ATOM_MAX + 1];
+		t_diag("erlexit: %s, %lld", ura_atom_name(R.erlexit, an), (long long)R.erlexit_v);
+	}
 
 	/* 6. ura monitors an Erlang process, which Erlang kills with a reason. */
 	ura_send(sys, R.peer, AT("mkvictim"), uratest);

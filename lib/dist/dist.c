@@ -106,8 +106,6 @@ enum {
 #define T_OUT URA_ATOM("_dout")
 #define T_QUIT URA_ATOM("_dquit")
 #define T_RDOWN URA_ATOM("_drdown")
-#define T_RLINK URA_ATOM("_drlink")
-#define T_RUNLINK URA_ATOM("_drunlink")
 #define A_OTHER URA_ATOM("other")
 
 /* ---- maps: u64 -> u64, linear probing, keys != 0 ----------------------- */
@@ -586,6 +584,15 @@ struct emon {
 	uint32_t from_len, to_len, ref_len;
 };
 
+/* A link an Erlang process made to a local actor. The connection holds
+ * the local end itself (one ura link per local actor, however many
+ * processes link to it), so that the link is in place before anything
+ * the process sends after its link/1 reaches anyone here. */
+struct elink {
+	ura_ref local;
+	uint32_t num, serial, creation; /* the process, on our peer */
+};
+
 struct conn {
 	struct ura_dist *d;
 	struct peer *peer; /* once the peer's name is known */
@@ -608,6 +615,8 @@ struct conn {
 	struct map proxy_key; /* proxy ref -> pid key */
 	struct emon *emons;
 	size_t nemons, emons_cap;
+	struct elink *elinks;
+	size_t nelinks, elinks_cap;
 	struct scratch scr;
 };
 
@@ -627,8 +636,6 @@ struct proxy {
 	char name[MAXATOMLEN_UTF8]; /* named: the registered name */
 	char node[MAXATOMLEN_UTF8];
 	uint32_t num, serial, creation; /* a pid proxy's process */
-	ura_ref *elinks;  /* local actors the process linked to */
-	size_t nelinks, elinks_cap;
 };
 
 struct proxy_arg {
@@ -817,10 +824,7 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 		}
 		digest(d, c->my_challenge, dg);
 		if (memcmp(dg, p + 5, 16)) {
-			dlog(d, URA_LOG_WARN, "%s: wrong cookie (digest mismatch): connection refused",
-			     c->peer_name);
-			c->phase = P_A_NAME; /* logged: conn_lost adds the rest */
-			conn_lost(cx, "wrong cookie");
+			conn_lost(cx, "wrong cookie (its digest does not match ours): refused");
 			return -1;
 		}
 		c->peer_challenge = get32(p + 1);
@@ -866,9 +870,7 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 		}
 		digest(d, c->my_challenge, dg);
 		if (memcmp(dg, p + 1, 16)) {
-			dlog(d, URA_LOG_WARN, "%s: wrong cookie (digest mismatch): connection refused",
-			     c->peer_name);
-			conn_lost(cx, "wrong cookie");
+			conn_lost(cx, "wrong cookie (its digest does not match ours): refused");
 			return -1;
 		}
 		return hs_up(cx, c) < 0 ? (conn_lost(cx, "out of memory"), -1) : 0;
@@ -1176,6 +1178,59 @@ static void emon_del(struct conn *c, size_t i)
 	c->emons[i] = c->emons[--c->nemons];
 }
 
+static int elink_add(ura_ctx *cx, struct conn *c, ura_ref local, const erlang_pid *p)
+{
+	int held = 0;
+	for (size_t i = 0; i < c->nelinks; i++) {
+		struct elink *e = &c->elinks[i];
+		if (e->local.id != local.id)
+			continue;
+		held = 1;
+		if (e->num == p->num && e->serial == p->serial && e->creation == p->creation)
+			return 0; /* linked already */
+	}
+	if (c->nelinks == c->elinks_cap) {
+		size_t cap = c->elinks_cap ? 2 * c->elinks_cap : 8;
+		struct elink *ne = realloc(c->elinks, cap * sizeof *ne);
+		if (!ne)
+			return -ENOMEM;
+		c->elinks = ne;
+		c->elinks_cap = cap;
+	}
+	if (!held && ura_link(cx, local) < 0)
+		return -ENOMEM;
+	c->elinks[c->nelinks++] = (struct elink){ .local = local, .num = p->num,
+						   .serial = p->serial, .creation = p->creation };
+	return 0;
+}
+
+/* Drops the link of process p to local; 1 if there was one. */
+static int elink_del(ura_ctx *cx, struct conn *c, ura_ref local, const erlang_pid *p)
+{
+	int found = 0, left = 0;
+	for (size_t i = 0; i < c->nelinks;) {
+		struct elink *e = &c->elinks[i];
+		if (e->local.id == local.id && e->num == p->num && e->serial == p->serial &&
+		    e->creation == p->creation) {
+			*e = c->elinks[--c->nelinks];
+			found = 1;
+			continue;
+		}
+		left |= e->local.id == local.id;
+		i++;
+	}
+	if (found && !left)
+		ura_unlink(cx, local);
+	return found;
+}
+
+/* Tells a proxy that its process went, with this reason. */
+static void send_rdown(ura_ctx *cx, ura_ref px, ura_atom reason, const ura_value *value)
+{
+	ura_value v[2] = { ura_v_atom(reason), *value };
+	ura_sendv_ctx(cx, px, T_RDOWN, v, value->type ? 2 : 1);
+}
+
 /* The control message of one frame; 0, or -1 for a malformed one. */
 static int control(ura_ctx *cx, struct conn *c, const char *buf, int len, int msg_at)
 {
@@ -1272,7 +1327,7 @@ static int control(ura_ctx *cx, struct conn *c, const char *buf, int len, int ms
 		ura_ref px = ref_of_pid(d, &to);
 		dec_reason(cx, c, buf, &idx, &reason, &value, &text);
 		if (!ura_ref_null(px))
-			ura_send(cx, px, T_RDOWN, reason, value);
+			send_rdown(cx, px, reason, &value);
 		free(text);
 		return 0;
 	}
@@ -1281,16 +1336,13 @@ static int control(ura_ctx *cx, struct conn *c, const char *buf, int len, int ms
 		if (arity != 3 || ei_decode_pid(buf, &idx, &from) < 0 || ei_decode_pid(buf, &idx, &to) < 0)
 			return -1;
 		ura_ref local = ref_of_pid(d, &to);
-		ura_ref px = op == OP_LINK ? proxy_for(cx, c, &from) : proxy_find(c, &from);
-		if (ura_ref_null(px))
+		if (op == OP_UNLINK) {
+			elink_del(cx, c, local, &from);
 			return 0;
-		if (op == OP_UNLINK)
-			ura_send(cx, px, T_RUNLINK, local);
-		else if (ura_ref_null(local))
+		}
+		if (ura_ref_null(local) || elink_add(cx, c, local, &from) < 0)
 			send_exitish(cx, d, ura_self(cx), c->peer_flags, OP_PAYLOAD_EXIT, OP_EXIT, &to,
-				     &from, URA_NOPROC, NULL);
-		else
-			ura_send(cx, px, T_RLINK, local);
+				     &from, ura_ref_null(local) ? URA_NOPROC : URA_NOMEM, NULL);
 		return 0;
 	}
 	case OP_EXIT:
@@ -1317,11 +1369,13 @@ static int control(ura_ctx *cx, struct conn *c, const char *buf, int len, int ms
 		ura_ref local = ref_of_pid(d, &to);
 		if (op == OP_EXIT || op == OP_EXIT_TT || op == OP_PAYLOAD_EXIT ||
 		    op == OP_PAYLOAD_EXIT_TT) {
-			/* A link broke: its process went; its proxy carries the
-			 * exit to the local end. */
+			/* A link broke: its process went. The local end gets
+			 * the exit signal (trappable, as a link's is). */
+			if (elink_del(cx, c, local, &from))
+				ura_kill_ctx(cx, local, reason == URA_KILL ? URA_KILLED : reason, value);
 			ura_ref px = proxy_find(c, &from);
 			if (!ura_ref_null(px))
-				ura_send(cx, px, T_RDOWN, reason, value);
+				send_rdown(cx, px, reason, &value);
 		} else if (!ura_ref_null(local)) {
 			/* exit(Pid, Reason) */
 			ura_kill_ctx(cx, local, reason, value);
@@ -1392,7 +1446,9 @@ static void on_conn_recv(ura_ctx *cx, const ura_msg *m)
 	if (c->closing)
 		return;
 	if (res <= 0) {
-		conn_lost(cx, res == 0 ? "closed by the peer" : ura_strerror((int)res));
+		conn_lost(cx, c->phase == P_I_ACK ? "the peer closed the connection on our digest: "
+			      "a wrong cookie, most likely" : res == 0 ? "closed by the peer"
+			      : ura_strerror((int)res));
 		return;
 	}
 	c->last_rx = ura__now_ns();
@@ -1523,13 +1579,33 @@ static void on_conn_down(ura_ctx *cx, const ura_msg *m)
 
 static void on_conn_exit(ura_ctx *cx, const ura_msg *m)
 {
-	/* A proxy of ours stopped (its process went): forget it. */
+	/* A proxy of ours stopped (its process went): forget it. Or a
+	 * local actor that Erlang processes linked to stopped: EXIT to each. */
 	struct conn *c = ura_state(cx);
 	ura_ref who = ura_exit_who(m);
 	uint64_t key;
 	if (map_get(&c->proxy_key, who.id, &key)) {
 		map_del(&c->proxy_key, who.id);
 		map_del(&c->proxies, key);
+		return;
+	}
+	ura_value v = ura_exit_value(m);
+	erlang_pid from, to;
+	if (local_pid(c->d, who, &from) < 0)
+		return;
+	snprintf(to.node, sizeof to.node, "%s", c->peer_name);
+	for (size_t i = 0; i < c->nelinks;) {
+		struct elink *e = &c->elinks[i];
+		if (e->local.id != who.id) {
+			i++;
+			continue;
+		}
+		to.num = e->num;
+		to.serial = e->serial;
+		to.creation = e->creation;
+		*e = c->elinks[--c->nelinks];
+		send_exitish(cx, c->d, ura_self(cx), c->peer_flags, OP_PAYLOAD_EXIT, OP_EXIT, &from,
+			     &to, ura_exit_reason(m), &v);
 	}
 }
 
@@ -1582,6 +1658,7 @@ static void conn_destroy(void *state)
 	while (c->nemons)
 		emon_del(c, c->nemons - 1);
 	free(c->emons);
+	free(c->elinks);
 	map_free(&c->proxies);
 	map_free(&c->proxy_key);
 	free(c->in);
@@ -1693,14 +1770,6 @@ static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 	ei_x_free(&x);
 }
 
-static int elink_index(struct proxy *px, ura_ref r)
-{
-	for (size_t i = 0; i < px->nelinks; i++)
-		if (px->elinks[i].id == r.id)
-			return (int)i;
-	return -1;
-}
-
 static void on_proxy_exit(ura_ctx *cx, const ura_msg *m)
 {
 	struct proxy *px = ura_state(cx);
@@ -1712,22 +1781,15 @@ static void on_proxy_exit(ura_ctx *cx, const ura_msg *m)
 	}
 	if (px->named || ura_ref_null(who))
 		return;
-	/* A local actor linked to the process stopped: a link the process
-	 * made gets EXIT; one made here (the process knows nothing of it)
-	 * gets exit/2, which acts alike on the process. */
-	int i = elink_index(px, who);
-	if (i >= 0)
-		px->elinks[i] = px->elinks[--px->nelinks];
+	/* A local actor linked to this proxy (ura_link) stopped. The process
+	 * knows nothing of that link: exit/2 acts on it as a link would (a
+	 * normal reason is ignored unless it traps exits). */
 	erlang_pid from, to;
 	if (local_pid(px->d, who, &from) < 0)
 		return;
 	proxy_pid(px, &to);
-	if (i >= 0)
-		send_exitish(cx, px->d, px->conn, px->peer_flags, OP_PAYLOAD_EXIT, OP_EXIT, &from, &to,
-			     ura_exit_reason(m), &v);
-	else
-		send_exitish(cx, px->d, px->conn, px->peer_flags, OP_PAYLOAD_EXIT2, OP_EXIT2, &from,
-			     &to, ura_exit_reason(m), &v);
+	send_exitish(cx, px->d, px->conn, px->peer_flags, OP_PAYLOAD_EXIT2, OP_EXIT2, &from, &to,
+		     ura_exit_reason(m), &v);
 }
 
 static void on_proxy_rdown(ura_ctx *cx, const ura_msg *m)
@@ -1736,41 +1798,10 @@ static void on_proxy_rdown(ura_ctx *cx, const ura_msg *m)
 	ura_exit(cx, ura_arg_atom(m, 0), v);
 }
 
-static void on_proxy_rlink(ura_ctx *cx, const ura_msg *m)
-{
-	struct proxy *px = ura_state(cx);
-	ura_ref r = ura_arg_ref(m, 0);
-	if (elink_index(px, r) >= 0)
-		return;
-	if (px->nelinks == px->elinks_cap) {
-		size_t cap = px->elinks_cap ? 2 * px->elinks_cap : 4;
-		ura_ref *ne = realloc(px->elinks, cap * sizeof *ne);
-		if (!ne)
-			return;
-		px->elinks = ne;
-		px->elinks_cap = cap;
-	}
-	if (ura_link(cx, r) == 0)
-		px->elinks[px->nelinks++] = r;
-}
-
-static void on_proxy_runlink(ura_ctx *cx, const ura_msg *m)
-{
-	struct proxy *px = ura_state(cx);
-	ura_ref r = ura_arg_ref(m, 0);
-	int i = elink_index(px, r);
-	if (i < 0)
-		return;
-	px->elinks[i] = px->elinks[--px->nelinks];
-	ura_unlink(cx, r);
-}
-
 URA_BEHAVIOR(proxy_beh,
 	URA_ON(T_START, "", on_proxy_start),
 	URA_ON_ANY(URA_EXIT, on_proxy_exit),
 	URA_ON_ANY(T_RDOWN, on_proxy_rdown),
-	URA_ON(T_RLINK, "r", on_proxy_rlink),
-	URA_ON(T_RUNLINK, "r", on_proxy_runlink),
 	URA_ON_ANY(0, on_proxy_msg));
 
 static int proxy_init(ura_ctx *cx, void *state, const void *arg)
@@ -1805,7 +1836,6 @@ static void proxy_destroy(void *state)
 		free(rp);
 	}
 	pthread_mutex_unlock(&d->mu);
-	free(px->elinks);
 	node_drop(d);
 }
 
