@@ -57,11 +57,11 @@ static struct {
 	ura_ref victim;
 	ura_mon victim_mon;
 	ura_atom victim_reason;
-	ura_mon peer_mon, node_mon;
-	ura_atom peer_down, node_down;
+	ura_mon peer_mon, node_mon, tick_mon;
+	ura_atom peer_down, node_down, tick_down;
 	long echoed;
 	/* the log */
-	int wrong_cookie_lines, malformed_lines;
+	int wrong_cookie_lines, malformed_lines, no_tick_lines;
 } R;
 
 static ura_ref uratest, calc, mine1, mine2;
@@ -76,6 +76,8 @@ static void sink(void *ud, int level, const char *msg)
 		R.wrong_cookie_lines++;
 	if (strstr(msg, "malformed"))
 		R.malformed_lines++;
+	if (strstr(msg, "no tick"))
+		R.no_tick_lines++;
 	pthread_mutex_unlock(&mu);
 	if (level <= URA_LOG_WARN || getenv("DIST_VERBOSE"))
 		printf("# log: %s\n", msg);
@@ -229,6 +231,8 @@ static void on_down(ura_ctx *cx, const ura_msg *m)
 		R.peer_down = ura_exit_reason(m);
 	else if (mon == R.node_mon)
 		R.node_down = ura_exit_reason(m);
+	else if (mon == R.tick_mon)
+		R.tick_down = ura_exit_reason(m);
 	wake();
 }
 
@@ -237,6 +241,14 @@ static void on_watch_node(ura_ctx *cx, const ura_msg *m)
 	ura_mon mon = ura_monitor(cx, ura_arg_ref(m, 0));
 	pthread_mutex_lock(&mu);
 	R.node_mon = mon;
+	wake();
+}
+
+static void on_watch_tick(ura_ctx *cx, const ura_msg *m)
+{
+	ura_mon mon = ura_monitor(cx, ura_arg_ref(m, 0));
+	pthread_mutex_lock(&mu);
+	R.tick_mon = mon;
 	wake();
 }
 
@@ -262,6 +274,7 @@ URA_BEHAVIOR(tester_beh,
 	URA_ON(AT("erlexit"), "ai", on_erlexit),
 	URA_ON(AT("victim"), "r", on_victim),
 	URA_ON(AT("watchnode"), "r", on_watch_node),
+	URA_ON(AT("watchtick"), "r", on_watch_tick),
 	URA_ON_ANY(AT("echoed"), on_echoed),
 	URA_ON_ANY(URA_DOWN, on_down));
 
@@ -306,7 +319,7 @@ static pid_t erl_start(const char *sname, const char *cookie, const char *eval, 
 			(void)f;
 		}
 		execlp("erl", "erl", "-sname", sname, "-setcookie", cookie, "-noshell", "-noinput",
-		       "-kernel", "net_ticktime", "20", "-pa", tmpdir, "-eval", eval, (char *)NULL);
+		       "-kernel", "net_ticktime", "8", "-pa", tmpdir, "-eval", eval, (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -489,7 +502,7 @@ int main(void)
 	uint64_t until = t_now_ns() + 30 * URA_SEC;
 	do {
 		rc = ura_dist_start(sys, &(ura_dist_opts){ .name = uname, .cookie = COOKIE,
-				.tick_ns = 20 * URA_SEC }, &d);
+				.tick_ns = 8 * URA_SEC }, &d);
 		if (rc == -ECONNREFUSED)
 			usleep(100 * 1000);
 	} while (rc == -ECONNREFUSED && t_now_ns() < until);
@@ -569,15 +582,20 @@ int main(void)
 	}
 	t_rc(rc, -EACCES, "ura_dist_connect to a node with another cookie: -EACCES");
 	t_ok(WAIT_FOR(R.wrong_cookie_lines >= 2, 10), "... logged");
+	/* Its ping gives up in its own time: wait for its answer. */
+	char line[128] = "";
+	for (uint64_t end = t_now_ns() + 60 * URA_SEC; !line[0] && t_now_ns() < end;) {
+		FILE *bf = fopen(bad_out, "r");
+		if (bf) {
+			if (!fgets(line, sizeof line, bf))
+				line[0] = 0;
+			fclose(bf);
+		}
+		if (!line[0])
+			usleep(100 * 1000);
+	}
 	kill(bad, SIGKILL);
 	waitpid(bad, NULL, 0);
-	FILE *bf = fopen(bad_out, "r");
-	char line[128] = "";
-	if (bf) {
-		if (!fgets(line, sizeof line, bf))
-			line[0] = 0;
-		fclose(bf);
-	}
 	t_ok(strstr(line, "pang") != NULL, "the bad node's ping: pang (%s)", strtok(line, "\n"));
 	ura_send(sys, R.peer, AT("echo"), uratest, 1);
 	t_ok(WAIT_FOR(R.echoed == 1, 30), "the good connection still works");
@@ -611,7 +629,24 @@ int main(void)
 	ura_send(sys, R.peer, AT("echo"), uratest, 2);
 	t_ok(WAIT_FOR(R.echoed == 1, 30), "the Erlang connection still works after them");
 
-	/* 9. The erl node killed: noconnection. */
+	/* 9. A peer that goes silent after the handshake (no ticks): lost
+	 * after tick_ns, with noconnection to the monitor of its node. */
+	{
+		char rname[160];
+		snprintf(rname, sizeof rname, "rawtick@%s", host);
+		int fd = raw_peer(port, rname);
+		t_ok(fd >= 0, "a silent raw peer: handshake");
+		ura_ref rn = ura_dist_node_ref(d, rname);
+		t_ok(!ura_ref_null(rn), "... its connection actor");
+		ura_send(sys, uratest, AT("watchtick"), rn);
+		t_ok(WAIT_FOR(R.tick_down != 0, 60), "... lost once it sent nothing for net_ticktime");
+		t_ok(R.tick_down == URA_NOCONNECTION, "... noconnection");
+		t_ok(WAIT_FOR(R.no_tick_lines > 0, 5), "... and the log says why");
+		if (fd >= 0)
+			close(fd);
+	}
+
+	/* 10. The erl node killed: noconnection. */
 	kill(erl, SIGKILL);
 	waitpid(erl, NULL, 0);
 	erl = 0;
