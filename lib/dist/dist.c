@@ -1080,6 +1080,38 @@ static ura_ref proxy_find(struct conn *c, const erlang_pid *p)
 	return URA_NOREF;
 }
 
+/* MONITOR_P from proxy px of process p: written by the connection as it
+ * makes the proxy, so that the monitor is on the wire before anything
+ * sent after the pid arrived here (the proxy would send it only once it
+ * ran, after what others may have sent meanwhile). */
+static void proxy_monitor(ura_ctx *cx, struct conn *c, ura_ref px, const erlang_pid *p)
+{
+	struct ura_dist *d = c->d;
+	erlang_pid self;
+	erlang_ref ref;
+	if (local_pid(d, px, &self) < 0)
+		return;
+	memset(&ref, 0, sizeof ref);
+	snprintf(ref.node, sizeof ref.node, "%s", d->node);
+	ref.len = 3;
+	pthread_mutex_lock(&d->mu);
+	ref.n[0] = ++d->next_ref & 0x3ffff;
+	pthread_mutex_unlock(&d->mu);
+	ref.n[1] = (unsigned)px.id;
+	ref.n[2] = (unsigned)(px.id >> 32);
+	ref.creation = d->creation;
+	ei_x_buff x;
+	if (frame_begin(&x) < 0)
+		return;
+	int rc = ei_x_encode_tuple_header(&x, 4) | ei_x_encode_long(&x, OP_MONITOR_P) |
+		 ei_x_encode_pid(&x, &self) | ei_x_encode_pid(&x, p) | ei_x_encode_ref(&x, &ref);
+	if (rc == 0) {
+		frame_end(&x);
+		conn_write(cx, c, x.buff, (size_t)x.index);
+	}
+	ei_x_free(&x);
+}
+
 /* The proxy of process p of our peer, made on first sight. */
 static ura_ref proxy_for(ura_ctx *cx, struct conn *c, const erlang_pid *p)
 {
@@ -1098,6 +1130,7 @@ static ura_ref proxy_for(ura_ctx *cx, struct conn *c, const erlang_pid *p)
 		ura_kill(cx, r, URA_KILL);
 		return URA_NOREF;
 	}
+	proxy_monitor(cx, c, r, p);
 	return r;
 }
 
@@ -1693,34 +1726,6 @@ static void on_proxy_start(ura_ctx *cx, const ura_msg *m)
 	ura_trap_exit(cx, 1);
 	/* The connection's exit (noconnection) reaches us as an EXIT. */
 	ura_link(cx, px->conn);
-	if (px->named)
-		return;
-	/* Watch the process, so that we stop when it does. */
-	erlang_pid self, to;
-	erlang_ref ref;
-	struct ura_dist *d = px->d;
-	if (local_pid(d, ura_self(cx), &self) < 0)
-		return;
-	proxy_pid(px, &to);
-	memset(&ref, 0, sizeof ref);
-	snprintf(ref.node, sizeof ref.node, "%s", d->node);
-	ref.len = 3;
-	pthread_mutex_lock(&d->mu);
-	ref.n[0] = ++d->next_ref & 0x3ffff;
-	pthread_mutex_unlock(&d->mu);
-	ref.n[1] = (unsigned)ura_self(cx).id;
-	ref.n[2] = (unsigned)(ura_self(cx).id >> 32);
-	ref.creation = d->creation;
-	ei_x_buff x;
-	if (frame_begin(&x) < 0)
-		return;
-	int rc = ei_x_encode_tuple_header(&x, 4) | ei_x_encode_long(&x, OP_MONITOR_P) |
-		 ei_x_encode_pid(&x, &self) | ei_x_encode_pid(&x, &to) | ei_x_encode_ref(&x, &ref);
-	if (rc == 0) {
-		frame_end(&x);
-		ura_send(cx, px->conn, T_OUT, ura_v_bytes(x.buff, (size_t)x.index));
-	}
-	ei_x_free(&x);
 }
 
 static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
