@@ -740,8 +740,11 @@ static void conn_lost(ura_ctx *cx, const char *why)
 	if (c->closing)
 		return;
 	c->closing = 1;
+	/* Warn: a lost node, a malformed frame or a refused peer is news
+	 * to whoever runs this node; our own stop is not. */
 	if (c->phase == P_UP)
-		dlog(c->d, URA_LOG_INFO, "connection to %s lost: %s", c->peer_name, why);
+		dlog(c->d, strcmp(why, "distribution stopped") ? URA_LOG_WARN : URA_LOG_INFO,
+		     "connection to %s lost: %s", c->peer_name, why);
 	else
 		dlog(c->d, URA_LOG_WARN, "handshake with %s failed: %s",
 		     c->peer_name[0] ? c->peer_name : "a peer", why);
