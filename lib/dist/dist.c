@@ -1015,6 +1015,9 @@ static void dec_reason(ura_ctx *cx, struct conn *c, const char *buf, int *idx,
 	char a[MAXATOMLEN_UTF8];
 	*text = NULL;
 	memset(value, 0, sizeof *value);
+	/* Room for a string value; a longer one (or none, without memory:
+	 * the scratch stays as it was, bounded) arrives as `other`. */
+	(void)scratch_reserve(&c->scr, 65536);
 	if (ei_get_type(buf, idx, &type, &size) == 0) {
 		if ((type == ERL_ATOM_EXT || type == ERL_SMALL_ATOM_EXT || type == ERL_ATOM_UTF8_EXT ||
 		     type == ERL_SMALL_ATOM_UTF8_EXT) && ei_decode_atom(buf, idx, a) == 0) {
