@@ -1271,7 +1271,14 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
  * real exit reason. An Erlang process reaches a ura actor by its pid, or
  * as {Name, 'ura@host'} ! Msg through the names registry (ura_register).
  * Erlang's monitors and links of ura actors fire with the actor's exit
- * reason; its exit(Pid, Reason) reaches the actor as ura_kill.
+ * reason; its exit(Pid, Reason) reaches the actor as ura_kill. The
+ * connection actor holds the ura end of Erlang's links and monitors (so
+ * they are in place before anything the process sends after link/1 or
+ * monitor/2): an exit signal from a linked Erlang process names the
+ * connection as ura_exit_who(). Known gap: a ura actor's last messages
+ * to an Erlang process go through the process's proxy, its DOWN (or
+ * EXIT) to Erlang straight from the connection, so the DOWN can overtake
+ * them, which Erlang's ordering of signals forbids.
  * ura_dist_node_ref gives the connection actor: ura_monitor on it is
  * Erlang's monitor_node (DOWN with URA_NOCONNECTION).
  *
