@@ -41,6 +41,7 @@
 
 #include "core/core.h"
 #include "dist/dist.h"
+#include "util/alloc.h"
 #include "util/log.h"
 
 /* libei's own MD5 (eimd5.c), which its handshake uses; not in ei.h. The
@@ -141,7 +142,7 @@ static int map_put(struct map *m, uint64_t k, uint64_t v)
 {
 	if (2 * (m->n + 1) > m->cap) {
 		size_t cap = m->cap ? 2 * m->cap : 64;
-		uint64_t *nk = calloc(cap, sizeof *nk), *nv = calloc(cap, sizeof *nv);
+		uint64_t *nk = ura__calloc(cap, sizeof *nk), *nv = ura__calloc(cap, sizeof *nv);
 		if (!nk || !nv) {
 			free(nk);
 			free(nv);
@@ -312,7 +313,7 @@ static int64_t pid_of_locked(struct ura_dist *d, ura_ref r)
 		return -ENOMEM;
 	if (d->npids == d->pids_cap) {
 		uint32_t cap = d->pids_cap ? 2 * d->pids_cap : 256;
-		ura_ref *np = realloc(d->pids, cap * sizeof *np);
+		ura_ref *np = ura__realloc(d->pids, cap * sizeof *np);
 		if (!np)
 			return -ENOMEM;
 		d->pids = np;
@@ -384,7 +385,7 @@ static struct peer *peer_get_locked(struct ura_dist *d, const char *name)
 	struct peer *p = peer_find_locked(d, name);
 	if (p)
 		return p;
-	p = calloc(1, sizeof *p);
+	p = ura__calloc(1, sizeof *p);
 	if (!p)
 		return NULL;
 	snprintf(p->name, sizeof p->name, "%s", name);
@@ -499,7 +500,7 @@ static int scratch_reserve(struct scratch *s, size_t n)
 	s->len = 0;
 	if (n <= s->cap)
 		return 0;
-	char *np = realloc(s->p, n);
+	char *np = ura__realloc(s->p, n);
 	if (!np)
 		return -ENOMEM;
 	s->p = np;
@@ -680,7 +681,7 @@ static int conn_write(ura_ctx *cx, struct conn *c, const void *p, size_t n)
 		size_t cap = c->out_cap ? c->out_cap : 65536;
 		while (cap < c->out_len + n)
 			cap *= 2;
-		uint8_t *np = realloc(c->out, cap);
+		uint8_t *np = ura__realloc(c->out, cap);
 		if (!np) {
 			conn_lost(cx, "out of memory");
 			return -ENOMEM;
@@ -1192,14 +1193,14 @@ static int emon_add(struct conn *c, ura_mon mon, const char *buf, int from, int 
 {
 	if (c->nemons == c->emons_cap) {
 		size_t cap = c->emons_cap ? 2 * c->emons_cap : 16;
-		struct emon *ne = realloc(c->emons, cap * sizeof *ne);
+		struct emon *ne = ura__realloc(c->emons, cap * sizeof *ne);
 		if (!ne)
 			return -ENOMEM;
 		c->emons = ne;
 		c->emons_cap = cap;
 	}
 	struct emon *e = &c->emons[c->nemons];
-	e->raw = malloc((size_t)(end - from));
+	e->raw = ura__malloc((size_t)(end - from));
 	if (!e->raw)
 		return -ENOMEM;
 	memcpy(e->raw, buf + from, (size_t)(end - from));
@@ -1230,7 +1231,7 @@ static int elink_add(ura_ctx *cx, struct conn *c, ura_ref local, const erlang_pi
 	}
 	if (c->nelinks == c->elinks_cap) {
 		size_t cap = c->elinks_cap ? 2 * c->elinks_cap : 8;
-		struct elink *ne = realloc(c->elinks, cap * sizeof *ne);
+		struct elink *ne = ura__realloc(c->elinks, cap * sizeof *ne);
 		if (!ne)
 			return -ENOMEM;
 		c->elinks = ne;
@@ -1495,7 +1496,7 @@ static void on_conn_recv(ura_ctx *cx, const ura_msg *m)
 		size_t cap = c->in_cap ? c->in_cap : RECV_LEN * 2;
 		while (cap < c->in_len + len)
 			cap *= 2;
-		uint8_t *np = realloc(c->in, cap);
+		uint8_t *np = ura__realloc(c->in, cap);
 		if (!np) {
 			conn_lost(cx, "out of memory");
 			return;
@@ -1867,8 +1868,8 @@ static ura_ref proxy_spawn(ura_ctx *cx, ura_system *sys, const struct proxy_arg 
 	struct ura_dist *d = a->d;
 	struct rproc *rp = NULL;
 	if (!a->name) {
-		rp = calloc(1, sizeof *rp);
-		if (!rp || !(rp->node = strdup(a->node))) {
+		rp = ura__calloc(1, sizeof *rp);
+		if (!rp || !(rp->node = ura__strdup(a->node))) {
 			free(rp);
 			return URA_NOREF;
 		}
@@ -2149,7 +2150,7 @@ URA_API int ura_dist_start(ura_system *sys, const ura_dist_opts *o, ura_dist **o
 	if (!valid_alive(o->name, at ? (size_t)(at - o->name) : strlen(o->name)) ||
 	    (at && (!at[1] || strlen(at) > 250)))
 		return -EINVAL;
-	struct ura_dist *d = calloc(1, sizeof *d);
+	struct ura_dist *d = ura__calloc(1, sizeof *d);
 	if (!d)
 		return -ENOMEM;
 	d->sys = sys;
