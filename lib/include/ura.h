@@ -1779,6 +1779,122 @@ URA_API ura_ref ura_snap_map_ref(const ura_snap_map *map, ura_ref old);
 URA_API void ura_snap_map_free(ura_snap_map *map);
 
 /* ------------------------------------------------------------------------ */
+/* Distribution: this system joins an Erlang cluster as a hidden node
+ * (Erlang's erl_dist_protocol, OTP 23+ handshake with the digest
+ * challenge; terms in the external format, coded by OTP's libei).
+ *
+ * ura_dist_start registers the node with the local epmd and listens;
+ * Erlang nodes connect to it (net_adm:ping('ura@host'), or a send to
+ * {Name, 'ura@host'}), and ura_dist_connect connects to one. Each
+ * connection is an actor of its own, whose socket I/O, framing and ticks
+ * run on the workers' rings like any actor I/O; no call here blocks a
+ * worker.
+ *
+ * Addressing. Every local actor that is sent to, or that sends, across a
+ * connection gets a pid of this node. An Erlang process is a ref here: a
+ * proxy actor, made when its pid first arrives in a message (or by
+ * ura_dist_whereis for {Name, Node}); a send to the proxy goes to the
+ * process, and the proxy stops when the process exits (with its exit
+ * reason) or when the connection is lost (URA_NOCONNECTION). So
+ * ura_monitor and ura_link on a proxy watch the Erlang process, with its
+ * real exit reason. An Erlang process reaches a ura actor by its pid, or
+ * as {Name, 'ura@host'} ! Msg through the names registry (ura_register).
+ * Erlang's monitors and links of ura actors fire with the actor's exit
+ * reason; its exit(Pid, Reason) reaches the actor as ura_kill. The
+ * connection actor holds the ura end of Erlang's links and monitors (so
+ * they are in place before anything the process sends after link/1 or
+ * monitor/2): an exit signal from a linked Erlang process names the
+ * connection as ura_exit_who(). Known gap: a ura actor's last messages
+ * to an Erlang process go through the process's proxy, its DOWN (or
+ * EXIT) to Erlang straight from the connection, so the DOWN can overtake
+ * them, which Erlang's ordering of signals forbids.
+ * ura_dist_node_ref gives the connection actor: ura_monitor on it is
+ * Erlang's monitor_node (DOWN with URA_NOCONNECTION).
+ *
+ * Messages. A ura message tag(v1, ...) is the tuple {tag, V1, ...}, and
+ * tag() the atom tag; an Erlang message is delivered when it is an atom
+ * or a tuple {Atom, ...} of at most URA_MAX_VALUES mappable values, with
+ * the connection actor as ura_sender(). Values:
+ *   ura                   Erlang
+ *   int64             <-> integer (a bignum outside int64: refused)
+ *   double            <-> float
+ *   atom              <-> atom (an Erlang atom that is no ura atom --
+ *                         over 10 characters, or outside [0-9A-Za-z_] --
+ *                         is refused, never truncated)
+ *   ref               <-> pid (a proxy's ref is its process's pid)
+ *   string            --> binary
+ *   bytes             <-> binary
+ *   string            <-- a string, a list of bytes or an iolist (bytes
+ *                         if it holds a NUL)
+ *   pointer: refused.
+ * A message that does not map is dropped and logged (warn, the first
+ * ones); it never closes the connection. Exit reasons: an atom, or
+ * {Atom, Value} with a value; an Erlang reason of another shape arrives
+ * as URA_ATOM("other") with its printed text as the value. ura keeps no
+ * atom table, so remote data never grows one.
+ *
+ * Failures. A peer with another cookie is refused and logged (warn);
+ * nothing else is affected. A malformed frame or term (checked against
+ * its frame's bounds before libei decodes it; frames of at most
+ * URA_MSG_MAX bytes) closes that connection with a log line. A peer
+ * silent for tick_ns, or a closed socket, is node loss: every proxy of
+ * that node stops with URA_NOCONNECTION, so every monitor and link over
+ * it fires. Output waiting on a connection is bounded (64 MiB): a peer
+ * that stops reading is dropped once it is reached or a send has waited
+ * for tick_ns.
+ */
+/* Erlang's noconnection, which has more than 10 characters: the two
+ * map to each other, in messages and in exit reasons. */
+#define URA_NOCONNECTION URA_ATOM("noconnect")
+
+typedef struct ura_dist ura_dist;
+
+typedef struct ura_dist_opts {
+	/* "name" (the host is added: short names) or "name@host". */
+	const char *name;
+	/* NULL: the first line of ~/.erlang.cookie, as Erlang reads it. */
+	const char *cookie;
+	/* TCP port to listen on (loopback and every interface); 0: any. */
+	unsigned port;
+	/* Use the full host name, as erl -name does. */
+	int long_names;
+	/* net_ticktime: a peer silent this long is lost; ticks go out at a
+	 * quarter of it. 0: 60 s, Erlang's default. */
+	uint64_t tick_ns;
+	uint64_t reserved_[4]; /* zero */
+} ura_dist_opts;
+
+/* Starts distribution on sys: listens, registers with the epmd on
+ * 127.0.0.1:4369 (the registration lasts as long as the distribution),
+ * and writes the handle to *out. -EINVAL (no name, a bad one, reserved
+ * words set), -ECONNREFUSED (no epmd), -EADDRINUSE (epmd has the name),
+ * -ENOENT (no cookie file), -ENOTSUP (built without libei), -ENOMEM, or
+ * a socket call's error. Any non-worker thread: it waits for epmd. */
+URA_API int ura_dist_start(ura_system *sys, const ura_dist_opts *opts,
+			   ura_dist **out);
+/* Unregisters from epmd, stops the listener and every connection (their
+ * proxies stop with URA_NOCONNECTION) and frees d once they are gone.
+ * Call it before ura_system_destroy. Any non-worker thread. */
+URA_API int ura_dist_stop(ura_dist *d);
+/* This node's name ("ura@host"), valid until ura_dist_stop. */
+URA_API const char *ura_dist_name(const ura_dist *d);
+/* Connects to an Erlang node ("name@host") through its host's epmd and
+ * waits for the handshake, at most timeout_ns (0: 10 s). 0 (also when
+ * connected already); -EHOSTUNREACH (epmd does not know the node),
+ * -EACCES (the cookie was refused), -ETIMEDOUT, -ECONNREFUSED. Any
+ * non-worker thread. */
+URA_API int ura_dist_connect(ura_dist *d, const char *node, uint64_t timeout_ns);
+/* The connection actor of a connected node (monitor it for node loss),
+ * or URA_NOREF. Any thread. */
+URA_API ura_ref ura_dist_node_ref(ura_dist *d, const char *node);
+/* A proxy for {name, node}: sends to it are Erlang's {Name, Node} ! Msg.
+ * It is not tied to one process (a monitor of it fires on node loss
+ * only); keep the ref rather than calling this per send. -ENOTCONN when
+ * node is not connected, -EINVAL for a bad name. Any thread. */
+URA_API int ura_dist_whereis(ura_dist *d, const char *node, const char *name,
+			     ura_ref *out);
+
+/* ------------------------------------------------------------------------ */
 /* Conveniences: ura_send(x, to, TAG, values...) with x a ura_ctx* or a
  * ura_system*, and at most URA_MAX_VALUES values, each of type
  * int/long/long long/unsigned/unsigned long and the shorter integer types

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ura side of bench/dist (run it through bench/dist/run): connects to
+ * the Erlang node serving dist_bench:serve/0, then
+ *  - ura -> Erlang: N one-way messages {seq, I} to {bench, Node}, at most
+ *    50000 unacknowledged (the sink acks every 10000);
+ *  - K round trips {ping, Self, I} -> {pong, I}, one at a time: p50, p99.
+ * The same protocol as dist_bench:e2e/1, Erlang node to Erlang node.
+ *   dist NODE N K   (the cookie from ~/.erlang.cookie, or $URA_COOKIE)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ura.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static ura_ref bench;
+static long N, K;
+static uint64_t t0, t1;
+static uint64_t *lat;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int finished;
+
+typedef struct {
+	long sent, acked, pings;
+	uint64_t ping_t;
+} client;
+
+static void pump(ura_ctx *cx)
+{
+	client *c = ura_state(cx);
+	while (c->sent < N && c->sent - c->acked < 50000)
+		ura_send(cx, bench, URA_ATOM("seq"), ++c->sent);
+}
+
+static void on_start(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	t0 = now_ns();
+	ura_send(cx, bench, URA_ATOM("sink"), ura_self(cx), N);
+	pump(cx);
+}
+
+static void on_ack(ura_ctx *cx, const ura_msg *m)
+{
+	client *c = ura_state(cx);
+	c->acked = ura_arg_i64(m, 0);
+	pump(cx);
+}
+
+static void ping(ura_ctx *cx)
+{
+	client *c = ura_state(cx);
+	c->ping_t = now_ns();
+	ura_send(cx, bench, URA_ATOM("ping"), ura_self(cx), c->pings + 1);
+}
+
+static void on_done(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	t1 = now_ns();
+	ping(cx);
+}
+
+static void on_pong(ura_ctx *cx, const ura_msg *m)
+{
+	client *c = ura_state(cx);
+	if (ura_arg_i64(m, 0) != c->pings + 1) {
+		fprintf(stderr, "FAIL: pong %ld, want %ld\n", (long)ura_arg_i64(m, 0), c->pings + 1);
+		exit(1);
+	}
+	lat[c->pings++] = now_ns() - c->ping_t;
+	if (c->pings < K) {
+		ping(cx);
+		return;
+	}
+	pthread_mutex_lock(&mu);
+	finished = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	ura_stop(cx);
+}
+
+URA_BEHAVIOR(client_beh,
+	URA_ON(URA_ATOM("start"), "", on_start),
+	URA_ON(URA_ATOM("ack"), "i", on_ack),
+	URA_ON(URA_ATOM("done"), "i", on_done),
+	URA_ON(URA_ATOM("pong"), "i", on_pong));
+static const ura_class client_class = {
+	.name = "client", .state_size = sizeof(client), .initial = &client_beh,
+};
+
+static int cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4) {
+		fprintf(stderr, "usage: dist NODE N K\n");
+		return 2;
+	}
+	N = atol(argv[2]);
+	K = atol(argv[3]);
+	lat = calloc((size_t)K, sizeof *lat);
+	ura_system *sys;
+	ura_dist *d;
+	char name[32];
+	snprintf(name, sizeof name, "urab%d", (int)getpid());
+	if (ura_system_new(&sys, NULL) < 0)
+		return 1;
+	int rc = ura_dist_start(sys, &(ura_dist_opts){ .name = name, .cookie = getenv("URA_COOKIE") }, &d);
+	if (rc < 0) {
+		fprintf(stderr, "FAIL: ura_dist_start: %s\n", ura_strerror(rc));
+		return 1;
+	}
+	if ((rc = ura_dist_connect(d, argv[1], 0)) < 0 ||
+	    (rc = ura_dist_whereis(d, argv[1], "bench", &bench)) < 0) {
+		fprintf(stderr, "FAIL: connect to %s: %s\n", argv[1], ura_strerror(rc));
+		return 1;
+	}
+	ura_ref c;
+	ura_spawn(sys, &client_class, NULL, &c);
+	ura_send(sys, c, URA_ATOM("start"));
+	pthread_mutex_lock(&mu);
+	while (!finished)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	qsort(lat, (size_t)K, sizeof *lat, cmp);
+	printf("bench=dist system=ura n=%ld rate=%.0f rtt_p50_us=%.1f rtt_p99_us=%.1f\n", N,
+	       (double)N * 1e9 / (double)(t1 - t0), lat[K / 2] / 1e3,
+	       lat[K * 99 / 100 > 0 ? K * 99 / 100 - 1 : 0] / 1e3);
+	ura_dist_stop(d);
+	ura_system_await_for(sys, 10 * URA_SEC);
+	ura_system_destroy(sys);
+	free(lat);
+	return 0;
+}
