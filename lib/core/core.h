@@ -28,6 +28,8 @@ struct ura__groups;      /* actor/group.h: the system's groups */
 struct ura__names;       /* actor/registry.c: the name registry */
 struct ura__snap;        /* snap/snap.h: snapshots */
 struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
+struct ura__wmx;         /* core/metrics.h: a worker's metrics */
+struct ura__mx;          /* core/metrics.h: the system's metrics */
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -91,6 +93,7 @@ struct ura__worker {
 	struct ura__timers *tm;        /* time/ */
 	struct ura__io *io;            /* io/ */
 	struct ura__wrec *rec;         /* snap/ */
+	struct ura__wmx *mx;           /* core/metrics.h */
 	pthread_t thread;
 	int started;
 
@@ -196,6 +199,7 @@ struct ura_system {
 	struct ura__groups *groups;
 	struct ura__names *names;
 	struct ura__snap *snap;
+	struct ura__mx *mx;            /* core/metrics.h */
 };
 
 /* A handler's view of the runtime (ura.h's ura_ctx). */

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "actor/actor.h"
+#include "core/metrics.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/sched.h"
@@ -186,10 +187,15 @@ static void worker_sleep(struct ura__worker *w)
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
+		uint64_t t0 = ura__now_ns(); /* metrics: the sleep's length */
 		int rc = ura__poller_wait(&w->poller, wait);
 		if (rc < 0)
 			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
+		/* relaxed: only counted; a wake that set it is what ended the
+		 * sleep, or is about to. */
+		ura__mx_slept(w, ura__now_ns() - t0,
+			      atomic_load_explicit(&w->wake_pending, memory_order_relaxed));
 	}
 	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
@@ -207,10 +213,11 @@ static struct ura__actor *find_work(struct ura__worker *w)
 	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
-		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
+		uint64_t now = ura__now_ns(), until = now + sys->spin_ns, spin0 = now;
 		do {
 			if ((a = ura__find_stealable(w, now)) || sources_ready(w, &now)) {
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+				ura__mx_spun(w, now - spin0);
 				return a;
 			}
 			for (int i = 0; i < 32; i++)
@@ -219,6 +226,7 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		} while (now < until &&
 			 !atomic_load_explicit(&sys->shutdown, memory_order_relaxed));
 		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+		ura__mx_spun(w, now - spin0);
 		if (atomic_load_explicit(&sys->shutdown, memory_order_acquire))
 			return NULL;
 		/* Blocks of other workers' pools go home before we sleep. */
@@ -308,6 +316,7 @@ static void *worker_main(void *arg)
 		return NULL;
 	ura__io_worker_start(w);
 	iowq_setup(w);
+	ura__st(&w->mx->start_ns, ura__now_ns()); /* metrics: uptime, busy */
 
 	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
 		service_sources(w);
