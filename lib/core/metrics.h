@@ -26,6 +26,17 @@
 
 #include "core/core.h"
 
+/* The seqlock's fences (ura__mx_state). TSan does not model fences (GCC
+ * warns, -Wtsan); there they go, and a reader may at worst read a torn
+ * idle time, which TSan builds accept: every access is still atomic. */
+#if defined(__SANITIZE_THREAD__)
+#define ura__mx_fence_rel() ((void)0)
+#define ura__mx_fence_acq() ((void)0)
+#else
+#define ura__mx_fence_rel() atomic_thread_fence(memory_order_release)
+#define ura__mx_fence_acq() atomic_thread_fence(memory_order_acquire)
+#endif
+
 /* ---- histograms ----------------------------------------------------- */
 
 struct ura__hist {
@@ -80,7 +91,10 @@ struct ura__wmx {
 	uint32_t mask;         /* time one handled message when !(tick & mask) */
 	uint64_t fire_now;     /* owner: the clock of the timer expiry running */
 	/* Written by the owner, read by anyone (see the top). */
-	_Atomic uint64_t start_ns, spin_ns, sleep_ns, woken;
+	_Atomic uint64_t start_ns, woken;
+	/* Idle accounting under the sequence lock iseq (ura__mx_state). */
+	_Atomic uint32_t iseq, state;
+	_Atomic uint64_t since, spin_ns, sleep_ns;
 	struct ura__hist timer_late;
 	/* The owner's block per class id: made on its first use, published
 	 * with release (pairs with the reader's acquire), never freed before
@@ -177,16 +191,35 @@ static inline uint32_t ura__mb_depth(struct ura__mailbox *q)
 	return n;
 }
 
-/* The worker loop's hooks (runtime/worker.c), owner only. */
-static inline void ura__mx_spun(struct ura__worker *w, uint64_t ns)
+/* The worker loop's hooks (runtime/worker.c), owner only: the worker
+ * enters state `st` at `now`. Idle time is kept under a sequence lock so
+ * a reader gets the completed times and the state in progress together,
+ * and computes busy time that only grows (a reader that saw only the
+ * completed intervals would see busy time jump back when a long sleep
+ * ends). Only the idle path moves it, never a turn. Writer: odd sequence,
+ * release fence, the data (relaxed), even sequence with release; the
+ * reader (lib/metrics/read.c) pairs with acquire loads and an acquire
+ * fence (Boehm's seqlock with C11 atomics). */
+enum { URA__MX_BUSY = 0, URA__MX_SPIN = 1, URA__MX_SLEEP = 2 };
+static inline void ura__mx_state(struct ura__worker *w, unsigned st, uint64_t now)
 {
-	ura__add(&w->mx->spin_ns, ns);
+	struct ura__wmx *m = w->mx;
+	uint32_t seq = ura__ld(&m->iseq);
+	ura__st(&m->iseq, seq + 1);
+	ura__mx_fence_rel();
+	uint64_t since = ura__ld(&m->since);
+	unsigned old = ura__ld(&m->state);
+	if (old == URA__MX_SPIN && now > since)
+		ura__add(&m->spin_ns, now - since);
+	else if (old == URA__MX_SLEEP && now > since)
+		ura__add(&m->sleep_ns, now - since);
+	ura__st(&m->since, now);
+	ura__st(&m->state, st);
+	atomic_store_explicit(&m->iseq, seq + 2, memory_order_release);
 }
-static inline void ura__mx_slept(struct ura__worker *w, uint64_t ns, int woken)
+static inline void ura__mx_woken(struct ura__worker *w)
 {
-	ura__add(&w->mx->sleep_ns, ns);
-	if (woken)
-		ura__inc(&w->mx->woken);
+	ura__inc(&w->mx->woken);
 }
 
 /* Spawn, stop and turn end of an actor of a metered class (token holder). */

@@ -187,15 +187,16 @@ static void worker_sleep(struct ura__worker *w)
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
-		uint64_t t0 = ura__now_ns(); /* metrics: the sleep's length */
+		ura__mx_state(w, URA__MX_SLEEP, ura__now_ns()); /* metrics */
 		int rc = ura__poller_wait(&w->poller, wait);
 		if (rc < 0)
 			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
+		ura__mx_state(w, URA__MX_SPIN, ura__now_ns());
 		/* relaxed: only counted; a wake that set it is what ended the
 		 * sleep, or is about to. */
-		ura__mx_slept(w, ura__now_ns() - t0,
-			      atomic_load_explicit(&w->wake_pending, memory_order_relaxed));
+		if (atomic_load_explicit(&w->wake_pending, memory_order_relaxed))
+			ura__mx_woken(w);
 	}
 	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
@@ -213,11 +214,12 @@ static struct ura__actor *find_work(struct ura__worker *w)
 	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
-		uint64_t now = ura__now_ns(), until = now + sys->spin_ns, spin0 = now;
+		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
+		ura__mx_state(w, URA__MX_SPIN, now); /* metrics */
 		do {
 			if ((a = ura__find_stealable(w, now)) || sources_ready(w, &now)) {
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
-				ura__mx_spun(w, now - spin0);
+				ura__mx_state(w, URA__MX_BUSY, now);
 				return a;
 			}
 			for (int i = 0; i < 32; i++)
@@ -226,7 +228,6 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		} while (now < until &&
 			 !atomic_load_explicit(&sys->shutdown, memory_order_relaxed));
 		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
-		ura__mx_spun(w, now - spin0);
 		if (atomic_load_explicit(&sys->shutdown, memory_order_acquire))
 			return NULL;
 		/* Blocks of other workers' pools go home before we sleep. */
@@ -235,8 +236,10 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		worker_sleep(w);
 		/* The sleep itself may have delivered I/O completions. */
 		now = 0;
-		if (ura__has_local(w) || sources_ready(w, &now))
+		if (ura__has_local(w) || sources_ready(w, &now)) {
+			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());
 			return NULL;
+		}
 	}
 }
 
@@ -316,7 +319,9 @@ static void *worker_main(void *arg)
 		return NULL;
 	ura__io_worker_start(w);
 	iowq_setup(w);
-	ura__st(&w->mx->start_ns, ura__now_ns()); /* metrics: uptime, busy */
+	uint64_t t = ura__now_ns(); /* metrics: uptime, busy */
+	ura__st(&w->mx->since, t);
+	ura__st(&w->mx->start_ns, t);
 
 	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
 		service_sources(w);
