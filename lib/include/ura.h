@@ -688,11 +688,14 @@ URA_API int ura_metrics_render(ura_system *sys, int format, char *buf, size_t ca
  * application/openmetrics-text. Requests are read with a 5 s deadline and
  * at most 8 KiB of head; anything but GET/HEAD of /metrics gets a 4xx; one
  * request per connection (Connection: close); at most 64 connections at
- * once (more are closed at accept). The actor's ref goes to *out (NULL:
- * not wanted); ura_send(.., URA_EXIT...) / ura_kill stops it, as does the
- * system's shutdown. Returns 0, or -errno from socket/bind/listen or the
- * spawn; -EINVAL on a bad argument. Any thread but a worker's (it spawns
- * from outside), or a handler (ura_ctx: use the system). */
+ * once (more are closed at accept). The acceptor's ref goes to *out
+ * (NULL: not wanted); ura_kill(sys, ref, URA_KILL) stops it and closes the
+ * port, as does the system's destroy. Its accept is an operation in
+ * flight like any other: while it serves, the system is never quiescent
+ * (ura_system_await waits), so a program that awaits stops it first.
+ * Returns 0, or -errno from socket, bind or listen (-EADDRINUSE) or from
+ * the spawn; -EINVAL on a bad argument (no sys, a port outside 0..65535,
+ * an addr that is not dotted IPv4). Any thread, handlers included. */
 URA_API int ura_metrics_serve(ura_system *sys, const char *addr, int port, int *bound,
 			      ura_ref *out);
 
