@@ -97,6 +97,8 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 		ura__outbox_flush_all(w);
 	if (call_destroy && ura__metered(a->cls))
 		ura__mx_stopped(sys, w, a, reason == URA_NORMAL);
+	if (call_destroy)
+		URA_PROBE3(stop, (uint32_t)self.id, a->cls->name, reason);
 	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
 	a->stopping = 0;
 	/* release: a sender that sees the new generation refuses to send;
@@ -340,6 +342,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 		atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
 	if (ura__metered(cls))
 		ura__mx_spawned(sys, w, a);
+	URA_PROBE3(spawn, (uint32_t)ref.id, cls->name, w ? (int)w->id : -1);
 	/* ura_stop() from init: stopped before anyone could reach it; what
 	 * init sent to itself becomes dead letters. */
 	if (a->stopping)

@@ -187,6 +187,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
 	ura__inc(&w->st.turns);
 	cx.turn = ura__ld(&w->st.turns);
+	URA_PROBE2(turn_start, a->idx, w->id);
 	/* Snapshots (lib/snap/snap.h): the actor is captured before it
 	 * handles its first message of a new phase (the per-message test
 	 * below); messages of the turn are counted by phase (core/phase.h). */
@@ -267,6 +268,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a)
 			break;
 	}
 	ura__phase_recv(&w->ph, a->snap_ph, same);
+	URA_PROBE3(turn_end, a->idx, w->id, n);
 	if (ura__unlikely(cs != NULL))
 		ura__mx_turn(sys, a, cs, ura__ld(&w->st.received) - recv0,
 			     handled, ura__ld(&w->st.unmatched) - unm0,

@@ -188,7 +188,9 @@ static void worker_sleep(struct ura__worker *w)
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
 		ura__mx_state(w, URA__MX_SLEEP, ura__now_ns()); /* metrics */
+		URA_PROBE2(sleep, w->id, wait);
 		int rc = ura__poller_wait(&w->poller, wait);
+		URA_PROBE2(wake, w->id, rc);
 		if (rc < 0)
 			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
