@@ -12,7 +12,8 @@
  *  3. counters are monotonic across two scrapes with work in between, and
  *     histograms cumulative (each _bucket >= the one before, +Inf =
  *     _count);
- *  4. HEAD: the headers alone, with the body's length;
+ *  4. HEAD: the headers alone, with the body's length; /actors lists the
+ *     top N with their class, behavior and counts; a bad query is 400;
  *  5. hardening: another path is 404, POST is 405, garbage is 400, a head
  *     past 8 KiB is 431, a client that sends nothing is dropped (the
  *     server does not wait forever: the test waits up to 10 s for it);
@@ -251,6 +252,30 @@ int main(void)
 	t_ok(!strncmp(out, "HTTP/1.1 200", 12) && strstr(out, "Content-Length: ") &&
 		     !strstr(out, "# TYPE"),
 	     "HEAD: headers, no body");
+
+	/* The top N, at /actors. */
+	snprintf(cmd, sizeof cmd, "curl -sS -m 10 'http://127.0.0.1:%d/actors?by=handled&n=3' 2>&1",
+		 port);
+	t_eq(t_run(cmd, out, sizeof out), 0, "curl GET /actors");
+	int lines = 0, elevens = 0;
+	for (char *l = out; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		lines++;
+		if (*l != '<')
+			continue;
+		char cls[64], beh[64];
+		unsigned node, worker;
+		unsigned long long mb, handled, ns;
+		if (sscanf(l, "<%*u.%*u> %63s %63s %u %u %llu %llu %llu", cls, beh, &node, &worker,
+			   &mb, &handled, &ns) == 7 &&
+		    !strcmp(cls, "metered_\"quoted\"") && !strcmp(beh, "counting") && handled == 11)
+			elevens++;
+	}
+	t_eq(lines, 4, "/actors?n=3: a header and three actors");
+	t_eq(elevens, 3, "each: its class, behavior and 11 handled");
+	static const char bad_q[] = "GET /actors?n=0 HTTP/1.1\r\n\r\n";
+	char line0[256];
+	raw(port, bad_q, sizeof bad_q - 1, line0, sizeof line0);
+	t_streq(line0, "HTTP/1.1 400 Bad Request", "/actors?n=0: 400");
 
 	/* 5. Hardening. */
 	char line[256];

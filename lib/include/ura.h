@@ -685,8 +685,11 @@ URA_API int ura_metrics_render(ura_system *sys, int format, char *buf, size_t ca
  * NULL: 127.0.0.1; port 0: any free port, told in *bound), from an actor
  * of sys that uses actor I/O: its worker's ring accepts, reads and
  * writes. Prometheus text, or OpenMetrics when the request's Accept names
- * application/openmetrics-text. Requests are read with a 5 s deadline and
- * at most 8 KiB of head; anything but GET/HEAD of /metrics gets a 4xx; one
+ * application/openmetrics-text. GET /actors?by=mailbox|handler_time|
+ * handled&n=1..100 (default mailbox, 10) answers ura_metrics_top as text,
+ * one actor a line: "<index.gen> class behavior node worker mailbox
+ * handled handler_ns" (it walks the actor table: on demand). Requests are read with a 5 s deadline and
+ * at most 8 KiB of head; anything but GET/HEAD of those gets a 4xx; one
  * request per connection (Connection: close); at most 64 connections at
  * once (more are closed at accept). The acceptor's ref goes to *out
  * (NULL: not wanted); ura_kill(sys, ref, URA_KILL) stops it and closes the

@@ -23,12 +23,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "metrics/metrics.h"
 
 #define HEAD_MAX 8192
 #define REQ_NS (5 * URA_SEC)
 #define MAX_CONNS 64
 #define RENDER_GUESS (64 * 1024)
+#define TOP_MAX 100
 
 #define A_START URA_ATOM("start")
 #define A_ACCEPTED URA_ATOM("accepted")
@@ -49,9 +51,44 @@ static void srv_drop(struct srv *s)
 
 /* ---- the request head ----------------------------------------------- */
 
-int ura__http_head(const char *h, size_t len, int *om)
+/* The query of /actors: by=..., n=...; 0 or 400. */
+static int actors_query(const char *q, size_t ql, struct ura__http_req *rq)
 {
-	*om = 0;
+	while (ql) {
+		const char *amp = memchr(q, '&', ql);
+		size_t l = amp ? (size_t)(amp - q) : ql;
+		if (l == 10 && !memcmp(q, "by=mailbox", 10))
+			rq->by = URA_TOP_MAILBOX;
+		else if (l == 15 && !memcmp(q, "by=handler_time", 15))
+			rq->by = URA_TOP_HANDLER_TIME;
+		else if (l == 10 && !memcmp(q, "by=handled", 10))
+			rq->by = URA_TOP_HANDLED;
+		else if (l >= 3 && l <= 5 && !memcmp(q, "n=", 2)) {
+			unsigned v = 0;
+			for (size_t i = 2; i < l; i++) {
+				if (q[i] < '0' || q[i] > '9')
+					return 400;
+				v = v * 10 + (unsigned)(q[i] - '0');
+			}
+			if (v < 1 || v > TOP_MAX)
+				return 400;
+			rq->n = v;
+		} else {
+			return 400;
+		}
+		if (!amp)
+			break;
+		ql -= l + 1;
+		q = amp + 1;
+	}
+	return 0;
+}
+
+int ura__http_head(const char *h, size_t len, struct ura__http_req *rq)
+{
+	memset(rq, 0, sizeof *rq);
+	rq->by = URA_TOP_MAILBOX;
+	rq->n = 10;
 	const char *end = memchr(h, '\n', len);
 	if (!end)
 		return 400;
@@ -71,11 +108,20 @@ int ura__http_head(const char *h, size_t len, int *om)
 	size_t vl = ll - ml - 1 - tl - 1;
 	if (vl != 8 || memcmp(ver, "HTTP/1.", 7) != 0 || (ver[7] != '0' && ver[7] != '1'))
 		return 400;
-	int head = ml == 4 && memcmp(h, "HEAD", 4) == 0;
-	if (!head && !(ml == 3 && memcmp(h, "GET", 3) == 0))
+	rq->head_only = ml == 4 && memcmp(h, "HEAD", 4) == 0;
+	if (!rq->head_only && !(ml == 3 && memcmp(h, "GET", 3) == 0))
 		return 405;
-	if (!(tl >= 8 && memcmp(t, "/metrics", 8) == 0 && (tl == 8 || t[8] == '?')))
+	const char *qm = memchr(t, '?', tl);
+	size_t pl = qm ? (size_t)(qm - t) : tl;
+	if (pl == 8 && !memcmp(t, "/metrics", 8)) {
+		/* a query is ignored, as Prometheus's own exporters do */
+	} else if (pl == 7 && !memcmp(t, "/actors", 7)) {
+		rq->actors = 1;
+		if (qm && actors_query(qm + 1, tl - pl - 1, rq))
+			return 400;
+	} else {
 		return 404;
+	}
 	/* Header lines: only Accept matters. */
 	const char *p = end + 1, *stop = h + len;
 	while (p < stop) {
@@ -85,13 +131,53 @@ int ura__http_head(const char *h, size_t len, int *om)
 			static const char want[] = "application/openmetrics-text";
 			for (size_t i = 7; i + sizeof want - 1 <= l; i++)
 				if (strncasecmp(p + i, want, sizeof want - 1) == 0)
-					*om = 1;
+					rq->om = 1;
 		}
 		if (!e)
 			break;
 		p = e + 1;
 	}
-	return head ? 1 : 0;
+	return 0;
+}
+
+/* The top N as text: one line per actor, a header line first. */
+static int render_actors(ura_system *sys, const struct ura__http_req *rq, char **out)
+{
+	static const char *const by[] = { "mailbox", "handler_time", "handled" };
+	ura_actor_info top[TOP_MAX];
+	int n = ura_metrics_top(sys, rq->by, top, rq->n);
+	if (n < 0)
+		return n;
+	size_t cap = 128 + (size_t)n * 256;
+	char *b = malloc(cap);
+	if (!b)
+		return -ENOMEM;
+	size_t len = (size_t)snprintf(b, cap, "# top %u by %s: ref class behavior node worker "
+				      "mailbox handled handler_ns\n", rq->n, by[rq->by]);
+	for (int i = 0; i < n && len < cap; i++) {
+		const ura_actor_info *a = &top[i];
+		/* Names are the program's: printed up to a space or control
+		 * character, so a line stays one line of fields. */
+		char cls[64], beh[64];
+		snprintf(cls, sizeof cls, "%s", a->name ? a->name : "-");
+		snprintf(beh, sizeof beh, "%s", a->behavior ? a->behavior : "-");
+		for (char *c = cls; *c; c++)
+			if ((unsigned char)*c <= ' ')
+				*c = '_';
+		for (char *c = beh; *c; c++)
+			if ((unsigned char)*c <= ' ')
+				*c = '_';
+		len += (size_t)snprintf(b + len, cap - len, "<%u.%u> %s %s %u %u %llu %llu %llu\n",
+					ura__idx_no((uint32_t)a->ref.id),
+					(unsigned)(a->ref.id >> 32), cls, beh, a->node, a->worker,
+					(unsigned long long)a->mailbox,
+					(unsigned long long)a->handled,
+					(unsigned long long)a->handler_ns);
+	}
+	if (len >= cap)
+		len = cap - 1;
+	*out = b;
+	return (int)len;
 }
 
 /* ---- a connection ---------------------------------------------------- */
@@ -137,7 +223,7 @@ static void conn_read(ura_ctx *cx)
 		ura_stop(cx);
 }
 
-static void reply(ura_ctx *cx, int status, int om, int head_only)
+static void reply(ura_ctx *cx, int status, const struct ura__http_req *rq)
 {
 	conn *c = ura_state(cx);
 	ura_system *sys = ura_ctx_system(cx);
@@ -145,11 +231,20 @@ static void reply(ura_ctx *cx, int status, int om, int head_only)
 			     : status == 404 ? "Not Found" : status == 405 ? "Method Not Allowed"
 			     : status == 431 ? "Request Header Fields Too Large"
 					     : "Internal Server Error";
+	int om = rq && rq->om && !rq->actors, head_only = rq && rq->head_only;
 	const char *type = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
 			      : "text/plain; version=0.0.4; charset=utf-8";
 	char *body = NULL;
 	int blen = 0;
-	if (status == 200) {
+	if (status == 200 && rq->actors) {
+		type = "text/plain; charset=utf-8";
+		blen = render_actors(sys, rq, &body);
+		if (blen < 0) {
+			status = 500;
+			reason = "Internal Server Error";
+			blen = 0;
+		}
+	} else if (status == 200) {
 		size_t cap = RENDER_GUESS;
 		for (int tries = 0; tries < 3; tries++) {
 			free(body);
@@ -225,17 +320,14 @@ static void on_recv(ura_ctx *cx, const ura_msg *m)
 		if (c->head[i] == '\n' &&
 		    (c->head[i + 1] == '\n' ||
 		     (c->head[i + 1] == '\r' && i + 2 < c->have && c->head[i + 2] == '\n'))) {
-			int om = 0;
-			int rc = ura__http_head(c->head, i + 1, &om);
-			if (rc < 2)
-				reply(cx, 200, om, rc == 1);
-			else
-				reply(cx, rc, 0, 0);
+			struct ura__http_req rq;
+			int rc = ura__http_head(c->head, i + 1, &rq);
+			reply(cx, rc ? rc : 200, rc ? NULL : &rq);
 			return;
 		}
 	}
 	if (c->have == HEAD_MAX) {
-		reply(cx, 431, 0, 0);
+		reply(cx, 431, NULL);
 		return;
 	}
 	conn_read(cx);

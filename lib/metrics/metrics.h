@@ -12,9 +12,16 @@
 
 #include "util/util.h"
 
-/* http.c: a request head (h[0 .. len), the request line and its header
- * lines): 0 for GET /metrics, 1 for HEAD of it, else the HTTP status to
- * answer (400, 404, 405). *om: its Accept names OpenMetrics. */
-int ura__http_head(const char *h, size_t len, int *om);
+/* http.c: what a request asks for. */
+struct ura__http_req {
+	int head_only;   /* HEAD */
+	int om;          /* its Accept names OpenMetrics */
+	int actors;      /* /actors (the top N), not /metrics */
+	int by;          /* /actors?by=mailbox|handler_time|handled */
+	unsigned n;      /* /actors?n=1..100 (default 10) */
+};
+/* Parses a request head (h[0 .. len): the request line and its header
+ * lines) into *rq: 0, or the HTTP status to answer (400, 404, 405). */
+int ura__http_head(const char *h, size_t len, struct ura__http_req *rq);
 
 #endif
