@@ -210,7 +210,15 @@ URA_API int ura_metrics_top(ura_system *sys, int by, ura_actor_info *out, unsign
 		if (!chunk)
 			continue; /* no metered actor was ever spawned here */
 		for (uint32_t k = 0; k < URA__CHUNK && base + k < hwm; k++) {
-			if (!ura__ld(&chunk[k].cls))
+			struct ura__amx *rec = &chunk[k];
+			if (!ura__ld(&rec->cls))
+				continue;
+			/* The key from the record alone first: most actors do
+			 * not make the top, and their slots stay untouched. */
+			uint64_t pre = by == URA_TOP_MAILBOX ? ura__ld(&rec->mailbox)
+				       : by == URA_TOP_HANDLER_TIME ? ura__ld(&rec->handler_ns)
+								    : ura__ld(&rec->handled);
+			if (have == n && pre <= key_of(&out[n - 1], by))
 				continue;
 			ura_actor_info cand;
 			if (!actor_read(sys, base + k, 0, &cand) || !cand.cls)
