@@ -109,6 +109,18 @@ static void on_fwd(ura_ctx *cx, const ura_msg *m)
 {
 	ura_send(cx, ura_arg_ref(m, 0), A_INC);
 }
+/* A stop with messages queued behind it: sent in one turn of ours, on
+ * the only worker, so all of them are in the mailbox before the target
+ * runs (from main's thread, the target could stop before the last send,
+ * which then fails). */
+#define DEAD 4
+static void on_doom(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref to = ura_arg_ref(m, 0);
+	ura_send(cx, to, A_STOP);
+	for (int d = 0; d < DEAD; d++)
+		ura_send(cx, to, A_INC);
+}
 static sem_t g_block_in, g_block_out;
 static void on_block(ura_ctx *cx, const ura_msg *m)
 {
@@ -120,7 +132,7 @@ static void on_block(ura_ctx *cx, const ura_msg *m)
 }
 URA_BEHAVIOR(helping, URA_ON(A_SPAWN, "", on_spawn), URA_ON(A_TICKS, "", on_ticks),
 	     URA_ON(A_TICK, "", on_tick), URA_ON(A_FWD, "r", on_fwd),
-	     URA_ON(A_BLOCK, "", on_block));
+	     URA_ON(A_BLOCK, "", on_block), URA_ON(URA_ATOM("doom"), "r", on_doom));
 static const ura_class helper = {
 	.name = "helper",
 	.initial = &helping,
@@ -153,7 +165,6 @@ static ura_worker_metrics worker0(ura_system *sys)
 #define N 10
 #define K 100
 #define U 7
-#define DEAD 4
 
 static void counters(void)
 {
@@ -180,9 +191,7 @@ static void counters(void)
 	 * are killed. */
 	t_must(ura_send(sys, a[2], A_STOP));
 	t_must(ura_send(sys, a[3], A_STOP));
-	t_must(ura_send(sys, a[4], A_STOP));
-	for (int d = 0; d < DEAD; d++)
-		t_must(ura_send(sys, a[4], A_INC));
+	t_must(ura_send(sys, h, URA_ATOM("doom"), a[4]));
 	t_must(ura_kill(sys, a[5], URA_KILL));
 	t_must(ura_kill(sys, a[6], URA_KILL));
 	t_must(ura_system_await(sys));
@@ -227,7 +236,7 @@ static void counters(void)
 	t_eq(w.turns, st.turns, "turns");
 	t_eq(w.received, st.received, "received");
 	t_eq(w.spawned, 1, "spawned on the worker: the child");
-	t_eq(w.sent, 2, "sent by the worker: the child's inc, the forward");
+	t_eq(w.sent, 2 + 1 + DEAD, "sent by the worker: the child's inc, the forward, the doom");
 	t_eq(w.stopped, 5, "stopped on the worker");
 	t_eq(w.unmatched, U, "unmatched");
 	t_eq(w.dead_letters, DEAD, "dead letters");
