@@ -54,6 +54,18 @@ static inline ura_system *b_system(void)
 	}                                                                    \
 } while (0)
 
+/* URA_BENCH_METERED=1: the benchmark's classes get per-class metrics
+ * (ura_class.metrics), to measure what they cost (bench/README.md). */
+static inline int b_metered(void)
+{
+	const char *e = getenv("URA_BENCH_METERED");
+	return e && *e == '1';
+}
+static inline void b_meter(ura_class *cls)
+{
+	cls->metrics = URA_CLASS_METRICS;
+}
+
 static inline void b_fail(const char *what)
 {
 	fprintf(stderr, "FAIL: %s\n", what);

@@ -47,12 +47,15 @@ URA_BEHAVIOR(ping_beh,
 	URA_ON(A_PONG, "i", on_pong),
 	URA_ON(A_START, "r", on_start));
 URA_BEHAVIOR(pong_beh, URA_ON(A_PING, "i", on_ping));
-static const ura_class ping_class = { .name = "ping", .state_size = sizeof(ping_state), .initial = &ping_beh };
-static const ura_class pong_class = { .name = "pong", .state_size = sizeof(pong_state), .initial = &pong_beh };
+/* Not const: URA_BENCH_METERED=1 turns the per-class metrics on (issue 17). */
+static ura_class ping_class = { .name = "ping", .state_size = sizeof(ping_state), .initial = &ping_beh };
+static ura_class pong_class = { .name = "pong", .state_size = sizeof(pong_state), .initial = &pong_beh };
 
 int main(int argc, char **argv)
 {
 	int64_t n = b_arg(argc, argv, 1, 1000000);
+	if (b_metered())
+		b_meter(&ping_class), b_meter(&pong_class);
 	ura_system *sys = b_system();
 	ura_ref ping, pong;
 	double t0 = b_now();

@@ -59,7 +59,7 @@ URA_BEHAVIOR(ring_beh,
 	URA_ON(A_NEXT, "r", on_next),
 	URA_ON(A_TOKEN, "i", on_token),
 	URA_ON(A_STOP, "i", on_stop));
-static const ura_class ring_class = { .name = "ring", .state_size = sizeof(ring_state), .initial = &ring_beh };
+static ura_class ring_class = { /* not const: URA_BENCH_METERED (bench.h) */ .name = "ring", .state_size = sizeof(ring_state), .initial = &ring_beh };
 
 int main(int argc, char **argv)
 {
@@ -71,6 +71,8 @@ int main(int argc, char **argv)
 		b_fail("out of memory");
 	for (int64_t i = 0; i < R; i++)
 		received[i] = -1;
+	if (b_metered())
+		b_meter(&ring_class);
 	ura_system *sys = b_system();
 	double t0 = b_now();
 	for (int64_t i = 0; i < R; i++)

@@ -971,6 +971,7 @@ static const ura_class conn_class = {
 	.initial = &serving,
 	.init = conn_init,
 	.destroy = conn_destroy,
+	.metrics = URA_CLASS_METRICS, /* per-class metrics at --metrics-port */
 };
 
 /* ---- main ------------------------------------------------------------ */

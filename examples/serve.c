@@ -88,6 +88,7 @@ typedef struct {
 	long max_conns;
 	ura_group *conns; /* every live connection, for the quit */
 	ura_ref quit;     /* quit with them (serve_spec.setup) */
+	ura_ref metrics;  /* the exporter (--metrics-port), stopped with us */
 	ura_io op;        /* the armed accept; 0 when none */
 	int stopping;
 	int last_err;     /* of the accept failures being counted */
@@ -128,6 +129,9 @@ static void shut_down(ura_ctx *cx)
 	ura_send_group(cx, a->conns, SERVE_QUIT);
 	if (!ura_ref_null(a->quit))
 		ura_send(cx, a->quit, SERVE_QUIT);
+	/* Its accept would keep the system from ever being done. */
+	if (!ura_ref_null(a->metrics))
+		ura_kill(cx, a->metrics, URA_KILL);
 	/* Wait for the accept's last completion before stopping, so that a
 	 * connection accepted in the meantime is closed, not leaked. */
 	if (!a->op || ura_io_cancel(cx, a->op) < 0)
@@ -414,6 +418,8 @@ static void usage(const char *argv0, const serve_spec *spec, int status)
 		"  --workers N      worker threads (default: one per CPU)\n"
 		"  --max-conns N    connections at once; beyond, new ones are closed as soon\n"
 		"                   as accepted (default: what RLIMIT_NOFILE leaves, at most %d)\n"
+		"  --metrics-port N serve the runtime's metrics at http://ADDR:N/metrics\n"
+		"                   (Prometheus; the top actors at /actors; see examples/ura_top)\n"
 		"%s", argv0, spec->usage ? " " : "", spec->usage ? spec->usage : "", spec->port,
 		MAX_CONNS_DEFAULT, spec->help ? spec->help : "");
 	exit(status);
@@ -422,7 +428,7 @@ static void usage(const char *argv0, const serve_spec *spec, int status)
 int serve_main(int argc, char **argv, const serve_spec *spec)
 {
 	const char *name = spec->name;
-	long port = spec->port, workers = 0, max_conns = 0;
+	long port = spec->port, workers = 0, max_conns = 0, metrics_port = -1;
 	const char *addr = "0.0.0.0";
 	/* Every option takes a value, so the loop steps in pairs. */
 	for (int i = 1; i < argc; i += 2) {
@@ -440,6 +446,8 @@ int serve_main(int argc, char **argv, const serve_spec *spec)
 			ok = serve_arg_long(v, 0, 4096, &workers) == 0;
 		else if (!strcmp(o, "--max-conns"))
 			ok = serve_arg_long(v, 1, 1L << 30, &max_conns) == 0;
+		else if (!strcmp(o, "--metrics-port"))
+			ok = serve_arg_long(v, 0, 65535, &metrics_port) == 0;
 		else
 			ok = spec->option && spec->option(spec->ctx, o, v) == 0;
 		if (!ok)
@@ -463,12 +471,15 @@ int serve_main(int argc, char **argv, const serve_spec *spec)
 	if (!max_conns)
 		max_conns = default_max_conns();
 	ura_group *conns;
-	ura_ref quit = URA_NOREF, acc = URA_NOREF;
+	ura_ref quit = URA_NOREF, acc = URA_NOREF, metrics = URA_NOREF;
+	int mbound = 0;
 	if ((rc = ura_group_new(sys, &conns)) < 0 ||
+	    (metrics_port >= 0 &&
+	     (rc = ura_metrics_serve(sys, addr, (int)metrics_port, &mbound, &metrics)) < 0) ||
 	    (spec->setup && (rc = spec->setup(sys, spec->ctx, &quit)) < 0) ||
 	    (rc = ura_spawn(sys, &acceptor_class,
 			    &(acceptor){ .spec = spec, .lfd = lfd, .max_conns = max_conns,
-					  .conns = conns, .quit = quit },
+					  .conns = conns, .quit = quit, .metrics = metrics },
 			    &acc)) < 0 ||
 	    (rc = ura_signal_subscribe(sys, SIGINT, acc)) < 0 ||
 	    (rc = ura_signal_subscribe(sys, SIGTERM, acc)) < 0) {
@@ -482,6 +493,8 @@ int serve_main(int argc, char **argv, const serve_spec *spec)
 	ura_system_stats(sys, &st);
 	printf("%s: listening on %s:%d, %u workers, at most %ld connections, backend %s\n",
 	       name, addr, bound, st.workers, max_conns, st.backend);
+	if (metrics_port >= 0)
+		printf("%s: metrics at http://%s:%d/metrics\n", name, addr, mbound);
 	fflush(stdout);
 
 	ura_send(sys, acc, A_START);

@@ -93,7 +93,7 @@ URA_BEHAVIOR(worker_beh,
 URA_BEHAVIOR(bound_beh, URA_ON(A_ODD, "", on_bound_odd));
 
 // C++17 has no designated initializers: a class in declaration order.
-static const ura_class worker_class = { "cxx_worker", 0, &worker_beh, nullptr, nullptr, 0, nullptr, {}, nullptr, 0, 0 };
+static const ura_class worker_class = { "cxx_worker", 0, &worker_beh, nullptr, nullptr, 0, nullptr, {}, 0, nullptr, 0, 0 };
 
 // A requester: asks, and its continuation records the answer.
 static void got_answer(ura_ctx *, const ura_msg *m) { g_answer = (int)ura_arg_i64(m, 0); }
@@ -103,7 +103,7 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 		g_answer = -1;
 }
 URA_BEHAVIOR(asker_beh, URA_ON(URA_ATOM("go"), "r", on_go));
-static const ura_class asker_class = { "cxx_asker", 0, &asker_beh, nullptr, nullptr, 0, nullptr, {}, nullptr, 0, 0 };
+static const ura_class asker_class = { "cxx_asker", 0, &asker_beh, nullptr, nullptr, 0, nullptr, {}, 0, nullptr, 0, 0 };
 
 // A stash behavior (URA_BEHAVIOR_OPTS): A_KEPT waits until A_DONE.
 URA_BEHAVIOR_DECL(open_beh);
@@ -112,7 +112,7 @@ static void on_done(ura_ctx *cx, const ura_msg *) { ura_become(cx, &open_beh); }
 URA_BEHAVIOR_OPTS(closed_beh, (.unmatched = URA_UNMATCHED_STASH, .name = "closed"),
 		  URA_ON(A_DONE, "", on_done));
 URA_BEHAVIOR(open_beh, URA_ON(A_KEPT, "", on_kept));
-static const ura_class stash_class = { "cxx_stash", 0, &closed_beh, nullptr, nullptr, 0, nullptr, {}, nullptr, 0, 0 };
+static const ura_class stash_class = { "cxx_stash", 0, &closed_beh, nullptr, nullptr, 0, nullptr, {}, 0, nullptr, 0, 0 };
 
 int main()
 {

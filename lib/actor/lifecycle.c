@@ -8,6 +8,7 @@
 #include "actor/fiber.h"
 #include "actor/group.h"
 #include "actor/signal.h"
+#include "core/metrics.h"
 #include "core/post.h"
 #include "io/io.h"
 #include "time/delay.h"
@@ -96,6 +97,10 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	 * signals, actor/signal.c 5.). */
 	if (w && w->outbox_dirty)
 		ura__outbox_flush_all(w);
+	if (call_destroy && ura__metered(a->cls))
+		ura__mx_stopped(sys, w, a, reason == URA_NORMAL);
+	if (call_destroy)
+		URA_PROBE3(stop, (uint32_t)self.id, a->cls->name, reason);
 	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
 	a->stopping = 0;
 	/* release: a sender that sees the new generation refuses to send;
@@ -272,6 +277,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (watch && !parent)
 		return -EINVAL; /* spawn_link from outside: there is no one to link */
 	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_) ||
+	    (cls->metrics & ~URA_CLASS_METRICS) ||
 	    cls->unmatched > URA_UNMATCHED_STASH ||
 	    (cls->initial && ura__behavior_ok(cls->initial) < 0))
 		return -EINVAL;
@@ -361,6 +367,9 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 		ura__inc(&w->st.spawned);
 	else
 		atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	if (ura__metered(cls))
+		ura__mx_spawned(sys, w, a);
+	URA_PROBE3(spawn, (uint32_t)ref.id, cls->name, w ? (int)w->id : -1);
 	/* ura_stop() from init: stopped before anyone could reach it; what
 	 * init sent to itself becomes dead letters. */
 	if (a->stopping)
@@ -486,6 +495,8 @@ struct ura__actor *ura__actor_restore_new(ura_system *sys, const ura_class *cls,
 void ura__actor_restore_done(ura_system *sys, struct ura__actor *a, int rt)
 {
 	atomic_fetch_add_explicit(&sys->ext_spawned, 1, memory_order_relaxed);
+	if (ura__metered(a->cls))
+		ura__mx_spawned(sys, NULL, a);
 	if (rt)
 		ura__rt_rearm(sys, NULL, a);
 	release(sys, NULL, a);

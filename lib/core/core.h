@@ -30,6 +30,8 @@ struct ura__snap;        /* snap/snap.h: snapshots */
 struct ura__wrec;        /* snap/snap.h: a worker's snapshot records */
 struct ura__bp;          /* core/bound.h: a bounded mailbox's record */
 struct ura__fibsys;      /* actor/fiber.h: stacks of context-switching actors */
+struct ura__wmx;         /* core/metrics.h: a worker's metrics */
+struct ura__mx;          /* core/metrics.h: the system's metrics */
 
 /* A worker's stealable run queue: a ring of actor pointers (Go's local
  * run queue, read and rewritten). The owner pushes at tail; the owner and
@@ -105,6 +107,7 @@ struct ura__worker {
 	struct ura__actor *mute_on;
 	uint32_t mute_gen;
 	uint64_t mute_from;
+	struct ura__wmx *mx;           /* core/metrics.h */
 	pthread_t thread;
 	int started;
 
@@ -244,6 +247,7 @@ struct ura_system {
 #endif
 	struct ura__fibsys *fib;         /* actor/fiber.c; made at the first such spawn */
 	uint64_t stack_pool;             /* actor/fiber.c: ura_config.stack_pool */
+	struct ura__mx *mx;            /* core/metrics.h */
 };
 
 /* A handler's view of the runtime (ura.h's ura_ctx). */

@@ -135,6 +135,8 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 		}
 	}
 	ura__count_sent(sys, w, m);
+	/* USDT (util/probe.h): sender's and target's table index, tag. */
+	URA_PROBE3(send, (uint32_t)from.id, (uint32_t)to.id, tag);
 	ura__post(sys, w, home, a, m);
 	return 0;
 }

@@ -265,6 +265,7 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 		a = steal_next(w, n->first, n->count, now);
 	if (a) {
 		ura__inc(&w->st.steals);
+		URA_PROBE2(steal, w->id, 0); /* USDT: thief, remote */
 		w->local_dry_since = 0;
 		return a;
 	}
@@ -281,6 +282,7 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 		if ((a = steal_range(w, r->first, r->count))) {
 			ura__inc(&w->st.steals);
 			ura__inc(&w->st.steals_remote);
+			URA_PROBE2(steal, w->id, 1);
 			return a;
 		}
 	}

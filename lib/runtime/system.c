@@ -12,6 +12,7 @@
 #include "actor/fiber.h"
 #include "actor/group.h"
 #include "core/bound.h"
+#include "core/metrics.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/topo.h"
@@ -39,7 +40,7 @@ struct params {
 	unsigned workers;        /* 0: one per usable CPU */
 	unsigned batch;
 	uint64_t idle_wait_ns, spin_ns, timer_slack_ns, steal_remote_ns;
-	unsigned pool_threads, io_wq_max, outbox_batch;
+	unsigned pool_threads, io_wq_max, outbox_batch, mx_shift;
 	uint64_t stack_pool;
 	int pin, want_uring, trace_unmatched, numa_batch, paused;
 };
@@ -57,12 +58,14 @@ static int params_get(struct params *p, const ura_config *cfg)
 #endif
 	if (cfg->workers > MAX_WORKERS || cfg->log_level < 0 || cfg->log_level > URA_LOG_DEBUG ||
 	    !ura__zeroed(cfg->reserved_ + RSV0, sizeof cfg->reserved_ - RSV0 * sizeof(uint64_t)) ||
-	    !ura__zeroed(cfg->reserved7_, sizeof cfg->reserved7_))
+	    !ura__zeroed(cfg->reserved3_, sizeof cfg->reserved3_) ||
+	    !ura__zeroed(cfg->reserved7_, sizeof cfg->reserved7_) || cfg->metrics_sample_log2 > 16)
 		return -EINVAL;
 	memset(p, 0, sizeof *p);
 	p->log.fn = cfg->log;
 	p->log.ud = cfg->log_ud;
 	p->log.level = cfg->log_level ? cfg->log_level : URA_LOG_WARN;
+	p->mx_shift = cfg->metrics_sample_log2 ? (unsigned)cfg->metrics_sample_log2 : 4;
 	const struct ura__logger *lg = &p->log;
 	unsigned u = 0;
 	int rc, b;
@@ -216,6 +219,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	ura__names_fini(sys);
 	ura__snap_fini(sys);
 	ura__fibers_fini(sys);
+	ura__mx_fini(sys);
 	for (unsigned k = 0; sys->nodes && k < sys->nnodes; k++)
 		pthread_mutex_destroy(&sys->nodes[k].inject_lock);
 	free(sys->nodes);
@@ -302,6 +306,7 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 			ura__log(&sys->log, URA_LOG_INFO, "URA_TOPOLOGY: %u simulated node(s); "
 				 "pinning and memory binding are skipped", sys->nnodes);
 		if ((rc = ura__slots_init(sys)) == 0 &&
+		    (rc = ura__mx_init(sys, p.mx_shift)) == 0 &&
 		    (rc = ura__outboxes_init(sys)) == 0 &&
 		    (rc = pools_init(sys)) == 0 &&
 		    (rc = ura__time_init(sys)) == 0 &&

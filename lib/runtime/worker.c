@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "actor/actor.h"
+#include "core/metrics.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/sched.h"
@@ -196,10 +197,18 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
+		ura__mx_state(w, URA__MX_SLEEP, ura__now_ns()); /* metrics */
+		URA_PROBE2(sleep, w->id, wait);
 		int rc = ura__poller_wait(&w->poller, wait);
+		URA_PROBE2(wake, w->id, rc);
 		if (rc < 0)
 			ura__log(&sys->log, URA_LOG_ERROR, "worker %u: wait failed: %s",
 				 w->id, ura_strerror(rc));
+		ura__mx_state(w, URA__MX_SPIN, ura__now_ns());
+		/* relaxed: only counted; a wake that set it is what ended the
+		 * sleep, or is about to. */
+		if (atomic_load_explicit(&w->wake_pending, memory_order_relaxed))
+			ura__mx_woken(w);
 	}
 	if (watch)
 		atomic_fetch_sub_explicit(&sys->nwatching, 1, memory_order_relaxed);
@@ -220,9 +229,11 @@ static struct ura__actor *find_work(struct ura__worker *w)
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
+		ura__mx_state(w, URA__MX_SPIN, now); /* metrics */
 		do {
 			if ((a = ura__find_stealable(w, now)) || sources_ready(w, &now)) {
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
+				ura__mx_state(w, URA__MX_BUSY, now);
 				return a;
 			}
 			for (int i = 0; i < 32; i++)
@@ -242,8 +253,10 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		 * this node's actors or (through the outbox) another's. */
 		flush_outbox(w);
 		now = 0;
-		if (ura__has_local(w) || sources_ready(w, &now))
+		if (ura__has_local(w) || sources_ready(w, &now)) {
+			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());
 			return NULL;
+		}
 	}
 }
 
@@ -323,6 +336,9 @@ static void *worker_main(void *arg)
 		return NULL;
 	ura__io_worker_start(w);
 	iowq_setup(w);
+	uint64_t t = ura__now_ns(); /* metrics: uptime, busy */
+	ura__st(&w->mx->since, t);
+	ura__st(&w->mx->start_ns, t);
 
 	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
 		service_sources(w);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metrics.h"
 #include "core/post.h"
 #include "time/timers.h"
 
@@ -236,6 +237,8 @@ static void fire(struct ura__timer *t, void *ud)
 						     memory_order_acq_rel, memory_order_relaxed))
 		return; /* a canceller won: its cancel-stack entry finishes it */
 	ura__inc(&w->st.timers_fired);
+	uint64_t due = r->t.deadline, now = w->mx->fire_now; /* metrics */
+	ura__hist_add(&w->mx->timer_late, now > due ? now - due : 0);
 	ura__post_made(w, r->to, r->msg);
 	rec_put(w->tm, r);
 }
@@ -279,6 +282,7 @@ int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 	struct ura__timers *T = w->tm;
 	ura__timers_drain(w);
 	if (T->wheel.count && ura__clock(now) >= T->next_due) {
+		w->mx->fire_now = *now; /* fire's lateness, without a clock read each */
 		size_t n = ura__wheel_expire(&T->wheel, *now, fire, w);
 		T->next_due = ura__wheel_next(&T->wheel);
 		return n > 0;

@@ -12,6 +12,7 @@
 #include "ura.h"
 #include "util/alloc.h"
 #include "util/log.h"
+#include "util/probe.h"
 
 #define ura__likely(x) __builtin_expect(!!(x), 1)
 #define ura__unlikely(x) __builtin_expect(!!(x), 0)

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Metrics, as the workers write them (ura.h's "Metrics"; lib/metrics
+ * reads them): histograms, per-class counters per worker, and a record
+ * per actor of a metered class.
+ *
+ * Everything here has one writer: a worker's own counters are written by
+ * that worker, an actor's record by the actor's token holder. Writes are
+ * relaxed atomic stores of a plain load + add (ura__inc: no locked
+ * instruction, no fence), so a reader on another thread, loading relaxed,
+ * gets each counter whole and never torn; it may see one counter a few
+ * events ahead of another, which a metrics reader accepts. Nothing is
+ * ordered through these words: no reader acts on a counter's value but to
+ * print it. The two exceptions say so where they are: the publication of
+ * a per-worker class block and of a record chunk (release/acquire), so a
+ * reader never follows a pointer to memory not yet initialised.
+ *
+ * Off the workers (a spawn from main's thread, a stop at a paused
+ * system's restore) there is no single writer: those go to the system's
+ * `ext` blocks with relaxed fetch_adds.
+ */
+#ifndef URA_CORE_METRICS_H
+#define URA_CORE_METRICS_H
+
+#include <pthread.h>
+
+#include "core/core.h"
+
+/* The seqlock's fences (ura__mx_state). TSan does not model fences (GCC
+ * warns, -Wtsan); there they go, and a reader may at worst read a torn
+ * idle time, which TSan builds accept: every access is still atomic. */
+#if defined(__SANITIZE_THREAD__)
+#define ura__mx_fence_rel() ((void)0)
+#define ura__mx_fence_acq() ((void)0)
+#else
+#define ura__mx_fence_rel() atomic_thread_fence(memory_order_release)
+#define ura__mx_fence_acq() atomic_thread_fence(memory_order_acquire)
+#endif
+
+/* ---- histograms ----------------------------------------------------- */
+
+struct ura__hist {
+	_Atomic uint64_t count, sum;
+	_Atomic uint64_t b[URA_HIST_BUCKETS];
+};
+
+/* Bucket of v ns: the first i with v <= 64 << i; URA_HIST_BUCKETS when
+ * above the last bound (counted in count and sum only). */
+static inline unsigned ura__hist_idx(uint64_t v)
+{
+	if (v <= 64)
+		return 0;
+	unsigned i = (unsigned)(64 - __builtin_clzll(v - 1)) - 6;
+	return i > URA_HIST_BUCKETS ? URA_HIST_BUCKETS : i;
+}
+
+/* One writer (see the top). */
+static inline void ura__hist_add(struct ura__hist *h, uint64_t v)
+{
+	unsigned i = ura__hist_idx(v);
+	ura__inc(&h->count);
+	ura__add(&h->sum, v);
+	if (i < URA_HIST_BUCKETS)
+		ura__inc(&h->b[i]);
+}
+
+/* ---- per class ------------------------------------------------------ */
+
+/* A class's counters on one worker (or, for `ext`, off the workers). */
+struct ura__cstat {
+	_Atomic uint64_t spawned, stopped_normal, stopped_other;
+	_Atomic uint64_t received, handled, unmatched, dead_letters;
+	/* Mailbox depths as its actors' turns last saw them: the turns that
+	 * saw them change add the difference here; a sum over workers is
+	 * the gauge (one worker's share may be negative: an actor that grew
+	 * here and drained on a thief). */
+	_Atomic int64_t mailbox;
+	struct ura__hist handler;
+};
+
+#define URA__MX_CACHE 32 /* per-worker class lookups: direct-mapped */
+
+/* A worker's metrics state (worker->mx). */
+struct ura__wmx {
+	/* Owner only: class -> its block, the turn's one lookup. */
+	struct {
+		const ura_class *cls;
+		struct ura__cstat *st;
+	} cache[URA__MX_CACHE];
+	uint32_t tick;         /* owner: handled messages, for the sampling */
+	uint32_t mask;         /* time one handled message when !(tick & mask) */
+	uint64_t fire_now;     /* owner: the clock of the timer expiry running */
+	/* Written by the owner, read by anyone (see the top). */
+	_Atomic uint64_t start_ns, woken;
+	/* Idle accounting under the sequence lock iseq (ura__mx_state). */
+	_Atomic uint32_t iseq, state;
+	_Atomic uint64_t since, spin_ns, sleep_ns;
+	struct ura__hist timer_late;
+	/* The owner's block per class id: made on its first use, published
+	 * with release (pairs with the reader's acquire), never freed before
+	 * the system. */
+	_Atomic(struct ura__cstat *) cs[URA_METRICS_CLASSES];
+};
+
+/* An actor's record (one per slot of a metered class): written by the
+ * token holder, read by anyone (see the top). The slot's own fields are
+ * the token holder's alone; these are what others may read. */
+struct ura__amx {
+	_Atomic(const ura_class *) cls; /* NULL: none (never, or stopped) */
+	_Atomic(const char *) beh;      /* its behavior's name */
+	_Atomic uint32_t gen;           /* the incarnation described */
+	_Atomic uint32_t mailbox;       /* depth when its last turn ended */
+	_Atomic uint64_t handled, handler_ns; /* handler_ns: sampled, scaled */
+};
+
+/* The system's metrics state (sys->mx). */
+struct ura__mx {
+	pthread_mutex_t lock;  /* registering a class, making a record chunk */
+	/* Class ids: cls[0 .. ncls). Written under lock; ncls stored with
+	 * release after cls[ncls] (pairs with the readers' acquire). */
+	_Atomic(const ura_class *) cls[URA_METRICS_CLASSES];
+	_Atomic unsigned ncls;
+	_Atomic uint64_t overflow;     /* spawns of classes past the table */
+	unsigned shift;                /* sample 1 in 2^shift */
+	struct ura__cstat ext[URA_METRICS_CLASSES]; /* off the workers */
+	/* Record chunks, parallel to the slot chunks (URA__CHUNK records
+	 * each): made on the first metered spawn in that chunk, published
+	 * with release (pairs with readers' acquire), freed with the system. */
+	_Atomic(struct ura__amx *) *amx; /* URA__MAX_CHUNKS pointers */
+};
+
+/* System life (runtime/system.c): 0 or -ENOMEM. */
+int ura__mx_init(ura_system *sys, unsigned shift);
+void ura__mx_fini(ura_system *sys);
+
+/* Out of line: the lookup's miss, and a record chunk's making. */
+struct ura__cstat *ura__cstat_slow(ura_system *sys, struct ura__worker *w,
+				   const ura_class *cls);
+struct ura__amx *ura__amx_make(ura_system *sys, uint32_t index);
+
+/* Whether actors of cls are metered. */
+static inline int ura__metered(const ura_class *cls)
+{
+	return cls && ura__unlikely(cls->metrics != 0);
+}
+
+/* The block where w (NULL: off the workers) counts cls, or NULL (the
+ * class table is full, or no memory: then the class goes unmetered).
+ * Only for a metered class. */
+static inline struct ura__cstat *ura__cstat_of(ura_system *sys, struct ura__worker *w,
+					       const ura_class *cls)
+{
+	if (w) {
+		unsigned h = (unsigned)((uintptr_t)cls >> 6) & (URA__MX_CACHE - 1);
+		if (ura__likely(w->mx->cache[h].cls == cls))
+			return w->mx->cache[h].st;
+	}
+	return ura__cstat_slow(sys, w, cls);
+}
+
+/* The record of table index `index` if its chunk exists, else NULL. Any
+ * thread: acquire pairs with the chunk's publication. */
+static inline struct ura__amx *ura__amx_at(ura_system *sys, uint32_t index)
+{
+	struct ura__amx *c = atomic_load_explicit(&sys->mx->amx[index >> URA__CHUNK_SHIFT],
+						  memory_order_acquire);
+	return c ? &c[index & (URA__CHUNK - 1)] : NULL;
+}
+
+/* Counter updates from w, or from off the workers (w NULL: a relaxed
+ * fetch_add, since threads that are not workers share `ext`). */
+static inline void ura__cs_add(struct ura__worker *w, _Atomic uint64_t *c, uint64_t n)
+{
+	if (w)
+		ura__add(c, n);
+	else
+		atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* Messages waiting behind the mailbox's tail, up to URA_METRICS_DEPTH_MAX.
+ * Token holder only (the nodes it walks are its own until it pops them;
+ * acquire pairs with the pushes' release of ->next, as ura__mb_pop). */
+static inline uint32_t ura__mb_depth(struct ura__mailbox *q)
+{
+	uint32_t n = 0;
+	struct ura_msg *m = atomic_load_explicit(&q->tail->next, memory_order_acquire);
+	while (m && n < URA_METRICS_DEPTH_MAX) {
+		n++;
+		m = atomic_load_explicit(&m->next, memory_order_acquire);
+	}
+	return n;
+}
+
+/* The worker loop's hooks (runtime/worker.c), owner only: the worker
+ * enters state `st` at `now`. Idle time is kept under a sequence lock so
+ * a reader gets the completed times and the state in progress together,
+ * and computes busy time that only grows (a reader that saw only the
+ * completed intervals would see busy time jump back when a long sleep
+ * ends). Only the idle path moves it, never a turn. Writer: odd sequence,
+ * release fence, the data (relaxed), even sequence with release; the
+ * reader (lib/metrics/read.c) pairs with acquire loads and an acquire
+ * fence (Boehm's seqlock with C11 atomics). */
+enum { URA__MX_BUSY = 0, URA__MX_SPIN = 1, URA__MX_SLEEP = 2 };
+static inline void ura__mx_state(struct ura__worker *w, unsigned st, uint64_t now)
+{
+	struct ura__wmx *m = w->mx;
+	uint32_t seq = ura__ld(&m->iseq);
+	ura__st(&m->iseq, seq + 1);
+	ura__mx_fence_rel();
+	uint64_t since = ura__ld(&m->since);
+	unsigned old = ura__ld(&m->state);
+	if (old == URA__MX_SPIN && now > since)
+		ura__add(&m->spin_ns, now - since);
+	else if (old == URA__MX_SLEEP && now > since)
+		ura__add(&m->sleep_ns, now - since);
+	ura__st(&m->since, now);
+	ura__st(&m->state, st);
+	atomic_store_explicit(&m->iseq, seq + 2, memory_order_release);
+}
+static inline void ura__mx_woken(struct ura__worker *w)
+{
+	ura__inc(&w->mx->woken);
+}
+
+/* Spawn, stop and turn end of an actor of a metered class (token holder). */
+void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+		     int normal);
+/* The turn's end: its counts and the mailbox depth it leaves behind. */
+static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
+				struct ura__cstat *cs, uint64_t received, uint64_t handled,
+				uint64_t unmatched, uint64_t dead, uint64_t ns)
+{
+	ura__add(&cs->received, received);
+	ura__add(&cs->handled, handled);
+	ura__add(&cs->unmatched, unmatched);
+	ura__add(&cs->dead_letters, dead);
+	struct ura__amx *r = ura__amx_at(sys, ura__idx_no(a->idx));
+	if (!r || ura__ld(&r->cls) == NULL)
+		return; /* no record (no memory at its spawn), or stopped */
+	uint32_t d = ura__mb_depth(&a->mb);
+	uint32_t old = ura__ld(&r->mailbox);
+	if (d != old) {
+		ura__st(&cs->mailbox, ura__ld(&cs->mailbox) + (int64_t)d - (int64_t)old);
+		ura__st(&r->mailbox, d);
+	}
+	ura__add(&r->handled, handled);
+	if (ns)
+		ura__add(&r->handler_ns, ns);
+	if (a->beh)
+		ura__st(&r->beh, a->beh->name);
+}
+
+#endif

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * metrics: each counter moved by a known workload by the known amount
+ * (ura.h's "Metrics"), on one worker so that every count is exact.
+ *
+ *  1. per class: N actors of a metered class spawned from outside and from
+ *     a handler, K messages each, U unmatched ones, stops by ura_stop
+ *     (normal) and by ura_kill (other), messages queued behind a stop
+ *     (dead letters); live, spawned, received, handled and the handler
+ *     histogram's count (1 in 2^shift deliveries, exactly) as computed;
+ *     an unmetered class is not in the table;
+ *  2. per worker: turns, received, sent, spawned, stopped, unmatched and
+ *     dead letters equal ura_system_stats' (which counts them its own
+ *     way), timers armed and fired by five delayed sends, their lateness
+ *     histogram counts five; an idle worker's sleep and spin time grow,
+ *     busy + spin + sleep is the uptime, and busy time never goes back;
+ *  3. inspection: a metered actor's class, behavior name (after a
+ *     become), handled count; an unmetered one has no class; a stopped
+ *     ref is -ESRCH; bad arguments are -EINVAL;
+ *  4. mailbox depth and top-N: with batch 8 and a worker held by a
+ *     blocking handler, each actor's recorded depth + handled is what was
+ *     sent to it, the class gauge is the sum of the depths, and top-N by
+ *     mailbox and by handled come out in order;
+ *  5. bad input: a class with unknown metrics bits, a sample shift over
+ *     16, reserved words set: -EINVAL.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#define A_INC URA_ATOM("inc")
+#define A_STOP URA_ATOM("stop")
+#define A_OTHER URA_ATOM("other")
+#define A_FLIP URA_ATOM("flip")
+#define A_SPAWN URA_ATOM("spawn")
+#define A_TICKS URA_ATOM("ticks")
+#define A_TICK URA_ATOM("tick")
+#define A_BLOCK URA_ATOM("block")
+#define A_FWD URA_ATOM("fwd")
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* ---- the classes ---------------------------------------------------- */
+
+typedef struct { int64_t n; } cnt;
+
+URA_BEHAVIOR_DECL(flipped);
+static void on_inc(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	((cnt *)ura_state(cx))->n++;
+}
+static void on_stop(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_stop(cx);
+}
+static void on_flip(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_become(cx, &flipped);
+}
+URA_BEHAVIOR(counting, URA_ON(A_INC, "", on_inc), URA_ON(A_STOP, "", on_stop),
+	     URA_ON(A_FLIP, "", on_flip));
+URA_BEHAVIOR(flipped, URA_ON(A_INC, "", on_inc), URA_ON(A_STOP, "", on_stop));
+
+static const ura_class metered = {
+	.name = "metered",
+	.state_size = sizeof(cnt),
+	.initial = &counting,
+	.metrics = URA_CLASS_METRICS,
+};
+static const ura_class plain = {
+	.name = "plain",
+	.state_size = sizeof(cnt),
+	.initial = &counting,
+};
+
+/* Spawns a metered child from a handler (the worker's own counters). */
+static void on_spawn(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_ref r;
+	if (ura_spawn(cx, &metered, NULL, &r) == 0)
+		ura_send(cx, r, A_INC);
+}
+/* Five delayed sends to itself; forwards to another actor. */
+static void on_ticks(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	for (int i = 0; i < 5; i++)
+		ura_send_after(cx, ura_self(cx), (uint64_t)(i + 1) * URA_MSEC, A_TICK);
+}
+static void on_tick(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+}
+static void on_fwd(ura_ctx *cx, const ura_msg *m)
+{
+	ura_send(cx, ura_arg_ref(m, 0), A_INC);
+}
+/* A stop with messages queued behind it: sent in one turn of ours, on
+ * the only worker, so all of them are in the mailbox before the target
+ * runs (from main's thread, the target could stop before the last send,
+ * which then fails). */
+#define DEAD 4
+static void on_doom(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref to = ura_arg_ref(m, 0);
+	ura_send(cx, to, A_STOP);
+	for (int d = 0; d < DEAD; d++)
+		ura_send(cx, to, A_INC);
+}
+static sem_t g_block_in, g_block_out;
+static void on_block(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	sem_post(&g_block_in);
+	while (sem_wait(&g_block_out) != 0)
+		;
+}
+URA_BEHAVIOR(helping, URA_ON(A_SPAWN, "", on_spawn), URA_ON(A_TICKS, "", on_ticks),
+	     URA_ON(A_TICK, "", on_tick), URA_ON(A_FWD, "r", on_fwd),
+	     URA_ON(A_BLOCK, "", on_block), URA_ON(URA_ATOM("doom"), "r", on_doom));
+static const ura_class helper = {
+	.name = "helper",
+	.initial = &helping,
+};
+
+static ura_class_metrics class_of(ura_system *sys, const ura_class *cls, int *found)
+{
+	ura_class_metrics cm[URA_METRICS_CLASSES];
+	int n = ura_metrics_classes(sys, cm, URA_METRICS_CLASSES, NULL);
+	*found = 0;
+	for (int i = 0; i < n; i++)
+		if (cm[i].cls == cls) {
+			*found = 1;
+			return cm[i];
+		}
+	ura_class_metrics z;
+	memset(&z, 0, sizeof z);
+	return z;
+}
+
+static ura_worker_metrics worker0(ura_system *sys)
+{
+	ura_worker_metrics wm;
+	t_eq(ura_metrics_workers(sys, &wm, 1), 1, "one worker");
+	return wm;
+}
+
+/* ---- 1 and 2 -------------------------------------------------------- */
+
+#define N 10
+#define K 100
+#define U 7
+
+static void counters(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref a[N], p, h;
+	for (int i = 0; i < N; i++)
+		t_must(ura_spawn(sys, &metered, NULL, &a[i]));
+	t_must(ura_spawn(sys, &plain, NULL, &p));
+	t_must(ura_spawn(sys, &helper, NULL, &h));
+	for (int i = 0; i < N; i++)
+		for (int k = 0; k < K; k++)
+			t_must(ura_send(sys, a[i], A_INC));
+	for (int u = 0; u < U; u++)
+		t_must(ura_send(sys, a[0], A_OTHER));
+	t_must(ura_send(sys, p, A_INC));
+	/* From a handler: one spawn and its one message; one forward. */
+	t_must(ura_send(sys, h, A_SPAWN));
+	t_must(ura_send(sys, h, A_FWD, a[1]));
+	t_must(ura_system_await(sys));
+	/* Three stop normally, the third with DEAD messages queued behind
+	 * its stop (sent before the stop was handled: dead letters); two
+	 * are killed. */
+	t_must(ura_send(sys, a[2], A_STOP));
+	t_must(ura_send(sys, a[3], A_STOP));
+	t_must(ura_send(sys, h, URA_ATOM("doom"), a[4]));
+	t_must(ura_kill(sys, a[5], URA_KILL));
+	t_must(ura_kill(sys, a[6], URA_KILL));
+	t_must(ura_system_await(sys));
+
+	int found;
+	ura_class_metrics c = class_of(sys, &metered, &found);
+	t_ok(found, "the metered class is in the table");
+	t_streq(c.name, "metered", "its name");
+	t_eq(c.spawned, N + 1, "spawned: N from outside, one from a handler");
+	t_eq(c.stopped_normal, 3, "stopped normally: three ura_stop");
+	t_eq(c.stopped_other, 2, "stopped otherwise: two kills");
+	t_eq(c.live, N + 1 - 5, "live = spawned - stopped");
+	/* Received: N*K incs, U others, 1 from the child's spawn, 1
+	 * forwarded, 3 stops, DEAD dead letters (kills are signals the
+	 * turn takes too: they are received, not handled). */
+	uint64_t handled = (uint64_t)N * K + 1 + 1 + 3;
+	t_eq(c.handled, handled, "handled: every inc and stop");
+	t_eq(c.unmatched, U, "unmatched: the U others");
+	t_eq(c.dead_letters, DEAD, "dead letters: what waited behind a stop");
+	t_eq(c.received, handled + U + DEAD + 2, "received: handled + unmatched + dead + 2 kills");
+	t_eq(c.sample_every, 16, "default sampling: 1 in 16");
+	/* The tick counts deliveries (handled, unmatched and the kills'
+	 * exit signals: each reaches deliver once); dead letters never
+	 * reach a handler. One worker: the count is exact. */
+	t_eq(c.handler.count, (handled + U + 2) / 16, "handler histogram: 1 in 16 deliveries");
+	uint64_t in_buckets = 0;
+	for (int i = 0; i < URA_HIST_BUCKETS; i++)
+		in_buckets += c.handler.bucket[i];
+	t_ok(in_buckets <= c.handler.count, "buckets hold at most the count");
+	t_eq(c.mailbox, 0, "mailbox gauge: nothing waits once quiescent");
+	class_of(sys, &plain, &found);
+	t_ok(!found, "an unmetered class is not in the table");
+	uint64_t overflow = 99;
+	t_eq(ura_metrics_classes(sys, NULL, 0, &overflow), 1, "one metered class");
+	t_eq(overflow, 0, "no overflow");
+
+	/* 2. The worker's counters, against ura_system_stats. */
+	ura_stats st;
+	t_must(ura_system_stats(sys, &st));
+	ura_worker_metrics w = worker0(sys);
+	t_eq(w.id, 0, "worker id");
+	t_eq(w.turns, st.turns, "turns");
+	t_eq(w.received, st.received, "received");
+	t_eq(w.spawned, 1, "spawned on the worker: the child");
+	t_eq(w.sent, 2 + 1 + DEAD, "sent by the worker: the child's inc, the forward, the doom");
+	t_eq(w.stopped, 5, "stopped on the worker");
+	t_eq(w.unmatched, U, "unmatched");
+	t_eq(w.dead_letters, DEAD, "dead letters");
+	t_eq(w.runq, 0, "empty run queue");
+
+	uint64_t armed0 = w.timers_armed, fired0 = w.timers_fired;
+	uint64_t late0 = w.timer_late.count;
+	t_must(ura_send(sys, h, A_TICKS));
+	t_must(ura_system_await(sys));
+	w = worker0(sys);
+	t_eq(w.timers_armed - armed0, 5, "five timers armed");
+	t_eq(w.timers_fired - fired0, 5, "five fired");
+	t_eq(w.timer_late.count - late0, 5, "five lateness samples");
+
+	/* Idle: sleeps, spin and sleep time grow; busy never goes back. */
+	ura_worker_metrics w1 = worker0(sys);
+	sleep_ms(30);
+	ura_worker_metrics w2 = worker0(sys);
+	t_ok(w2.sleep_ns + w2.spin_ns > w1.sleep_ns + w1.spin_ns, "idle time grows while idle");
+	t_ok(w2.busy_ns >= w1.busy_ns, "busy time never goes back");
+	t_ok(w2.busy_ns + w2.spin_ns + w2.sleep_ns == w2.uptime_ns, "busy + spin + sleep = uptime");
+	t_ok(w2.sleeps >= 1 && w2.sleep_ns > 0, "it slept");
+	uint64_t woken0 = w2.woken;
+	t_must(ura_send(sys, a[0], A_INC)); /* wakes it (or finds it spinning) */
+	t_must(ura_system_await(sys));
+	ura_worker_metrics w3 = worker0(sys);
+	t_ok(w3.woken - woken0 <= 1, "at most one wake for one send");
+	t_ok(w3.woken <= w3.sleeps, "woken <= sleeps");
+
+	/* 3. Inspection. */
+	ura_actor_info ai;
+	t_must(ura_send(sys, a[1], A_FLIP));
+	t_must(ura_system_await(sys));
+	t_must(ura_actor_inspect(sys, a[1], &ai));
+	t_ok(ai.cls == &metered, "inspect: the class");
+	t_streq(ai.name, "metered", "inspect: its name");
+	t_streq(ai.behavior, "flipped", "inspect: the behavior after the become");
+	t_eq(ai.handled, K + 2, "inspect: handled (K, the forward, the flip)");
+	t_eq(ai.mailbox, 0, "inspect: nothing waiting");
+	t_eq(ai.worker, 0, "inspect: worker");
+	t_eq(ai.node, 0, "inspect: node");
+	t_ok(ai.ref.id == a[1].id, "inspect: the ref");
+	t_must(ura_actor_inspect(sys, p, &ai));
+	t_ok(ai.cls == NULL && ai.name == NULL, "inspect: an unmetered actor has no class");
+	t_rc(ura_actor_inspect(sys, a[2], &ai), -ESRCH, "inspect: a stopped actor");
+	t_rc(ura_actor_inspect(sys, URA_NOREF, &ai), -ESRCH, "inspect: no ref");
+	t_rc(ura_actor_inspect(NULL, a[1], &ai), -EINVAL, "inspect: no system");
+	t_rc(ura_actor_inspect(sys, a[1], NULL), -EINVAL, "inspect: no out");
+	t_must(ura_system_destroy(sys));
+}
+
+/* ---- 4 -------------------------------------------------------------- */
+
+static void depth_and_top(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1, .batch = 8, .paused = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	static const int sent[3] = { 100, 30, 5 };
+	ura_ref a[3], h;
+	for (int i = 0; i < 3; i++)
+		t_must(ura_spawn(sys, &metered, NULL, &a[i]));
+	t_must(ura_spawn(sys, &helper, NULL, &h));
+	for (int i = 0; i < 3; i++)
+		for (int k = 0; k < sent[i]; k++)
+			t_must(ura_send(sys, a[i], A_INC));
+	t_must(ura_send(sys, h, A_BLOCK));
+	sem_init(&g_block_in, 0, 0);
+	sem_init(&g_block_out, 0, 0);
+	t_must(ura_system_start(sys));
+	while (sem_wait(&g_block_in) != 0)
+		;
+	/* The only worker is held: nothing moves until we let it go. */
+	int64_t sum = 0;
+	int ran = 0;
+	for (int i = 0; i < 3; i++) {
+		ura_actor_info ai;
+		t_must(ura_actor_inspect(sys, a[i], &ai));
+		sum += (int64_t)ai.mailbox;
+		if (ai.handled) {
+			ran++;
+			t_eq(ai.mailbox + ai.handled, sent[i],
+			     "actor %d: depth + handled = what was sent", i);
+		}
+	}
+	t_ok(ran >= 1, "some actor ran before the block");
+	int found;
+	ura_class_metrics c = class_of(sys, &metered, &found);
+	t_eq(c.mailbox, sum, "class gauge = the sum of the depths");
+	ura_actor_info top[4];
+	int n = ura_metrics_top(sys, URA_TOP_MAILBOX, top, 4);
+	t_ok(n >= 1 && n <= 3, "top by mailbox: some (%d)", n);
+	for (int i = 1; i < n; i++)
+		t_ok(top[i - 1].mailbox >= top[i].mailbox, "top by mailbox: in order (%d)", i);
+	sem_post(&g_block_out);
+	t_must(ura_system_await(sys));
+
+	n = ura_metrics_top(sys, URA_TOP_HANDLED, top, 4);
+	t_eq(n, 3, "top by handled: the three metered actors");
+	for (int i = 0; i < 3 && i < n; i++) {
+		t_ok(top[i].ref.id == a[i].id, "top by handled: #%d is the one sent %d", i, sent[i]);
+		t_eq(top[i].handled, sent[i], "top by handled: #%d's count", i);
+	}
+	n = ura_metrics_top(sys, URA_TOP_HANDLED, top, 1);
+	t_ok(n == 1 && top[0].ref.id == a[0].id, "top 1 by handled");
+	n = ura_metrics_top(sys, URA_TOP_MAILBOX, top, 4);
+	for (int i = 0; i < n; i++)
+		t_eq(top[i].mailbox, 0, "all drained (%d)", i);
+	n = ura_metrics_top(sys, URA_TOP_HANDLER_TIME, top, 4);
+	t_eq(n, 3, "top by handler time: three");
+	t_rc(ura_metrics_top(sys, 7, top, 4), -EINVAL, "top: a bad key");
+	t_rc(ura_metrics_top(sys, URA_TOP_MAILBOX, NULL, 4), -EINVAL, "top: no out");
+	t_eq(ura_metrics_top(sys, URA_TOP_MAILBOX, NULL, 0), 0, "top: n = 0");
+	t_must(ura_system_destroy(sys));
+	sem_destroy(&g_block_in);
+	sem_destroy(&g_block_out);
+}
+
+/* ---- 5 -------------------------------------------------------------- */
+
+static void bad_input(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1, .metrics_sample_log2 = 17 };
+	t_rc(ura_system_new(&sys, &cfg), -EINVAL, "sample shift over 16");
+	ura_config cfg2 = { .workers = 1 };
+	cfg2.reserved3_[0] = 1;
+	t_rc(ura_system_new(&sys, &cfg2), -EINVAL, "a reserved config word set");
+	ura_config cfg3 = { .workers = 1, .metrics_sample_log2 = 1 };
+	t_must(ura_system_new(&sys, &cfg3));
+	ura_class bad = metered;
+	bad.metrics = 2;
+	ura_ref r;
+	t_rc(ura_spawn(sys, &bad, NULL, &r), -EINVAL, "unknown metrics bits");
+	ura_class bad2 = metered;
+	bad2.reserved5_ = 1;
+	t_rc(ura_spawn(sys, &bad2, NULL, &r), -EINVAL, "a reserved class word set");
+	t_must(ura_spawn(sys, &metered, NULL, &r));
+	for (int i = 0; i < 10; i++)
+		t_must(ura_send(sys, r, A_INC));
+	t_must(ura_system_await(sys));
+	int found;
+	ura_class_metrics c = class_of(sys, &metered, &found);
+	t_eq(c.sample_every, 2, "sampling 1 in 2");
+	t_eq(c.handler.count, 5, "ten deliveries, five timed");
+	t_rc(ura_metrics_workers(NULL, NULL, 0), -EINVAL, "workers: no system");
+	t_rc(ura_metrics_workers(sys, NULL, 1), -EINVAL, "workers: no out");
+	t_rc(ura_metrics_classes(sys, NULL, 1, NULL), -EINVAL, "classes: no out");
+	t_rc(ura_metrics_render(sys, 9, NULL, 0), -EINVAL, "render: a bad format");
+	t_rc(ura_metrics_render(sys, URA_METRICS_PROMETHEUS, NULL, 10), -EINVAL, "render: no buf");
+	int len = ura_metrics_render(sys, URA_METRICS_PROMETHEUS, NULL, 0);
+	t_ok(len > 0, "render: sizing call (%d)", len);
+	char small[32];
+	t_eq(ura_metrics_render(sys, URA_METRICS_PROMETHEUS, small, sizeof small), len,
+	     "render: cut text still returns the whole length");
+	t_eq(strlen(small), sizeof small - 1, "render: cut text is NUL-terminated");
+	t_must(ura_system_destroy(sys));
+}
+
+int main(void)
+{
+	counters();
+	depth_and_top();
+	bad_input();
+	return t_done();
+}
