@@ -226,9 +226,10 @@ static struct ura__actor *find_work(struct ura__worker *w)
 	/* Idle from here until we hold work again, whatever emptied our
 	 * queues (our own turns, or a thief). seq_cst: see ura__quiescent. */
 	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	uint64_t spin = sys->spin_ns;
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
-		uint64_t now = ura__now_ns(), until = now + sys->spin_ns;
+		uint64_t now = ura__now_ns(), until = now + spin;
 		ura__mx_state(w, URA__MX_SPIN, now); /* metrics */
 		do {
 			if ((a = ura__find_stealable(w, now)) || sources_ready(w, &now)) {
@@ -252,6 +253,11 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		/* The sleep itself may have delivered I/O completions, to
 		 * this node's actors or (through the outbox) another's. */
 		flush_outbox(w);
+		/* A watcher's timed wake is for one look at the slot it
+		 * watches, not a spin: spinning there polled the busy peer's
+		 * queue and slot lines while it wrote them (thread_ring at 2
+		 * workers lost 11%). */
+		spin = w->watch_v >= 0 ? 0 : sys->spin_ns;
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now)) {
 			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());
