@@ -91,6 +91,7 @@ struct ura__worker {
 	 * long the watcher sleeps between looks. */
 	int watch_v;                   /* -1: none */
 	uint64_t watch_turns, watch_since, watch_wait;
+	uint64_t watch_look;           /* when it last read the peers' slots */
 	uint64_t watch_woke;           /* idle_epoch of the last watch wake sent */
 	unsigned tick;                 /* turns, for the inject-queue check */
 	uint32_t rng;
@@ -118,7 +119,9 @@ struct ura__worker {
 	 * turn for steal_next_ns: a woken actor must not wait for its
 	 * waker's long handler while a worker idles (core/sched.c). */
 	alignas(URA__CACHELINE) _Atomic(struct ura__actor *) next;
-	struct ura__runq rq;
+	/* Its own line: the owner writes the slot on every wake, and a
+	 * spinning thief reads the queue's head and tail in a loop. */
+	alignas(URA__CACHELINE) struct ura__runq rq;
 
 	/* Sleep/wake and quiescence: written by the owner, read by wakers
 	 * and by whoever checks for quiescence. */

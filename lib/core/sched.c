@@ -133,14 +133,20 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		return;
 	}
 	/* The woken actor runs next on this worker, where the message it got
-	 * is still in cache, if the slot is free; else it goes to the queue,
-	 * where an idle peer may steal it. (The slot is not handed on, as a
-	 * LIFO would: that takes an exchange, and a thief may be emptying
-	 * it. A thief only ever empties it, so a slot seen empty here stays
-	 * empty until we fill it.) release: publishes the actor to a thief
-	 * that takes it (acquire CAS in steal_next). */
+	 * is still in cache; whoever held the slot goes to the queue, where
+	 * an idle peer may steal it (LIFO: the newest wake is the one whose
+	 * message is hottest, and a DOWN or reply runs at once). A thief
+	 * only ever empties the slot, so a slot seen empty stays empty until
+	 * we fill it: the common case (pingpong, rings: the pick emptied it)
+	 * is a plain store. Taking an occupied slot's holder over is an
+	 * exchange, which races a thief's CAS; NULL back means the thief won
+	 * it, and there is nothing to queue. release (both): publishes the
+	 * actor to a thief that takes it (acquire CAS in steal_next). */
 	if (atomic_load_explicit(&w->next, memory_order_relaxed)) {
-		ura__push_local(w, a);
+		struct ura__actor *old =
+			atomic_exchange_explicit(&w->next, a, memory_order_acq_rel);
+		if (old)
+			ura__push_local(w, old);
 		return;
 	}
 	atomic_store_explicit(&w->next, a, memory_order_release);
@@ -204,6 +210,12 @@ static struct ura__actor *steal_next(struct ura__worker *w, unsigned first, unsi
 				     uint64_t now)
 {
 	ura_system *sys = w->sys;
+	/* A few looks per grace period are enough, and each one reads
+	 * lines the busy owner writes on every wake: a spinning thief that
+	 * looked on every pass cost thread_ring ~10% at 2 workers. */
+	if (now - w->watch_look < sys->steal_next_ns / 4)
+		return NULL;
+	w->watch_look = now;
 	for (unsigned i = 0; i < count; i++) {
 		struct ura__worker *v = &sys->workers[first + i];
 		if (v == w)
