@@ -42,10 +42,18 @@ int main(void)
 	t_must(ura_send(sys, r, A_HI));
 	t_rc(ura_system_await(sys), 0, "await");
 	settle();
+	/* The epoll fallback keeps a 1 s backstop for now (worker.c): over
+	 * 2.5 s each worker may wake twice there, and no more; io_uring
+	 * none at all. */
+	ura_stats st;
+	ura_system_stats(sys, &st);
+	int epoll = st.backend && !strncmp(st.backend, "epoll", 5);
+	uint64_t allowed = epoll ? 3 * 2 : 0;
 	uint64_t s0 = sleeps(sys);
-	usleep(600 * 1000);
+	usleep(2500 * 1000);
 	uint64_t s1 = sleeps(sys);
-	t_eq(s1 - s0, 0, "idle for 600 ms: no worker woke (%llu sleeps before)",
+	t_ok(s1 - s0 <= allowed, "idle for 2.5 s: %llu wakeups, at most %llu on %s (%llu sleeps "
+	     "before)", (unsigned long long)(s1 - s0), (unsigned long long)allowed, st.backend,
 	     (unsigned long long)s0);
 	/* Each source still wakes a sleeper: a send from outside, a delayed
 	 * send armed from outside, one armed by a handler. */
@@ -59,7 +67,7 @@ int main(void)
 	settle();
 	s0 = sleeps(sys);
 	usleep(300 * 1000);
-	t_eq(sleeps(sys) - s0, 0, "idle again: no wakeups");
+	t_ok(sleeps(sys) - s0 <= (epoll ? 2 : 0), "idle again: no wakeups (epoll: its backstop's)");
 	t_destroy(sys);
 	return t_done();
 }

@@ -43,7 +43,11 @@ static inline int ura__signals_visible(struct ura__worker *w)
 {
 	/* seq_cst: pairs with the subscriber's seq_cst store of req before
 	 * it looks at `sleeping` (Dekker). */
-	return w->id == 0 && atomic_load_explicit(&w->sys->sigs->req, memory_order_seq_cst);
+	/* events: a watch that fired in a poll of the owner's own (an idle
+	 * I/O poll reaps it too); a sleep on it would wait for the next
+	 * one, where the backend reports a readiness once (io_uring). */
+	return w->poller.events ||
+	       (w->id == 0 && atomic_load_explicit(&w->sys->sigs->req, memory_order_seq_cst));
 }
 static inline uint64_t ura__signals_deadline(struct ura__worker *w)
 {

@@ -180,6 +180,12 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	/* The earliest deadline bounds the sleep: one deadline in the kernel
 	 * for all timers, never a kernel timer per timer. */
 	uint64_t wait = sys->idle_wait_ns;
+	/* On the epoll fallback, a 1 s backstop until a rare lost wake is
+	 * found: serve_emfile's SIGTERM after an EMFILE storm hung a server
+	 * in about one suite run in four, on epoll only (a hang that the old
+	 * 50 ms backstop hid). io_uring keeps none (kernel-notes/wakeups.md). */
+	if (wait == UINT64_MAX && w->poller.kind == URA__BACKEND_EPOLL)
+		wait = URA_SEC;
 	uint64_t due = sources_deadline(w);
 	if (due != UINT64_MAX) {
 		uint64_t now = ura__now_ns();
