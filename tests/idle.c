@@ -42,13 +42,10 @@ int main(void)
 	t_must(ura_send(sys, r, A_HI));
 	t_rc(ura_system_await(sys), 0, "await");
 	settle();
-	/* The epoll fallback keeps a 1 s backstop for now (worker.c): over
-	 * 2.5 s each worker may wake twice there, and no more; io_uring
-	 * none at all. */
+	/* No backstop on either backend: no wakeups at all. */
 	ura_stats st;
 	ura_system_stats(sys, &st);
-	int epoll = st.backend && !strncmp(st.backend, "epoll", 5);
-	uint64_t allowed = epoll ? 3 * 2 : 0;
+	uint64_t allowed = 0;
 	uint64_t s0 = sleeps(sys);
 	usleep(2500 * 1000);
 	uint64_t s1 = sleeps(sys);
@@ -67,7 +64,7 @@ int main(void)
 	settle();
 	s0 = sleeps(sys);
 	usleep(300 * 1000);
-	t_ok(sleeps(sys) - s0 <= (epoll ? 2 : 0), "idle again: no wakeups (epoll: its backstop's)");
+	t_ok(sleeps(sys) - s0 == 0, "idle again: no wakeups");
 	t_destroy(sys);
 	return t_done();
 }

@@ -157,8 +157,18 @@ static inline uint64_t sources_deadline(struct ura__worker *w)
  * A wake that lands before the sleeper enters the kernel is not lost
  * either: it is an eventfd count or a MSG_RING completion already queued
  * on the ring, and the wait returns at once. wake_pending makes it one
- * wake per sleep; it is cleared only after `sleeping`, so a waker that
- * finds it set knows a wake is still on its way. The one producer that
+ * wake per sleep: a waker that finds it set leaves the wake to the one
+ * that set it. It is cleared before `sleeping` is set, at the start of
+ * every sleep, and not only when the sleep ends: a waker that read
+ * `sleeping` late (still 1 from the sleep before) could set it after that
+ * clear and send its wake to a worker already awake, which took the wake
+ * (an eventfd read or a MSG_RING CQE in an idle poll) and slept again with
+ * wake_pending still 1, so every waker of that sleep skipped it
+ * (http_supervised on two nodes hung in about one run in three; the
+ * "EMFILE storm" hang on epoll was the same). Cleared first, a late
+ * waker's flag is either wiped before this sleep (its wake spurious) or
+ * set after the clear, and then its wake is sent after it and lands in
+ * this sleep: no reap runs between the clear and the wait. The one producer that
  * skips the wake is core/sched.c's maybe_wake when another worker spins:
  * that worker's own path to sleep passes the same fence and look, so it
  * finds the work (see there). tests/idle checks that an idle system stays
@@ -172,6 +182,9 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	if (atomic_load_explicit(&sys->awaiters, memory_order_seq_cst) &&
 	    ura__quiescent(sys))
 		ura__await_wake(sys);
+	/* relaxed: ordered before a waker's exchange by the seq_cst store of
+	 * `sleeping` that it must read first (see above). */
+	atomic_store_explicit(&w->wake_pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in core/sched.c's maybe_wake
@@ -180,12 +193,6 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	/* The earliest deadline bounds the sleep: one deadline in the kernel
 	 * for all timers, never a kernel timer per timer. */
 	uint64_t wait = sys->idle_wait_ns;
-	/* On the epoll fallback, a 1 s backstop until a rare lost wake is
-	 * found: serve_emfile's SIGTERM after an EMFILE storm hung a server
-	 * in about one suite run in four, on epoll only (a hang that the old
-	 * 50 ms backstop hid). io_uring keeps none (kernel-notes/wakeups.md). */
-	if (wait == UINT64_MAX && w->poller.kind == URA__BACKEND_EPOLL)
-		wait = URA_SEC;
 	uint64_t due = sources_deadline(w);
 	if (due != UINT64_MAX) {
 		uint64_t now = ura__now_ns();
