@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "tap.h"
 
@@ -380,6 +381,9 @@ static struct track g_tr[CHURN_M];
 static _Atomic long g_cur_seq;    /* the send in progress (stored before it starts) */
 static _Atomic int g_churn_done;
 static _Atomic long g_churn_badrc;
+/* Joins and leaves so far; relaxed both sides: a progress count the sender
+ * polls, the events themselves are read after pthread_join. */
+static _Atomic long g_churn_nev;
 
 static void spin(int k)
 {
@@ -413,6 +417,7 @@ static void *churn(void *p)
 		}
 		t->member = !t->member;
 		t->nev++;
+		atomic_fetch_add_explicit(&g_churn_nev, 1, memory_order_relaxed);
 		spin((int)((a->rng >> 8) % 2000));
 	}
 	return NULL;
@@ -438,6 +443,7 @@ static void test_churn(void)
 	}
 	atomic_store(&g_cur_seq, 0);
 	atomic_store(&g_churn_done, 0);
+	atomic_store(&g_churn_nev, 0);
 	struct churn_arg ca[2] = { { g, 0, 1 }, { g, 1, 7 } };
 	pthread_t th[2];
 	for (int k = 0; k < 2; k++)
@@ -445,6 +451,13 @@ static void test_churn(void)
 	long bad_send = 0, reached_sum = 0, reached_min = CHURN_M + 1, reached_max = -1;
 	for (long s = 1; s <= g_nseq; s++) {
 		atomic_store(&g_cur_seq, s);
+		/* On a loaded machine (or a small URA_TEST_SCALE) the sends can
+		 * all end before a churn thread first runs: halfway, wait for
+		 * some churn so the test checks what it is about. */
+		if (s == g_nseq / 2)
+			for (int w = 0; w < 20000 &&
+			     atomic_load_explicit(&g_churn_nev, memory_order_relaxed) < 32; w++)
+				usleep(500);
 		long n = ura_send_group(sys, g, A_SEQ, s);
 		if (n < 0 || n > CHURN_M) {
 			if (bad_send++ < 5)
