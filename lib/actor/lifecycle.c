@@ -337,7 +337,8 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	}
 
 	if (cls->init) {
-		struct ura_ctx cx = { .sys = sys, .w = w, .a = a, .turn = w ? ura__ld(&w->st.turns) : 0 };
+		struct ura_ctx cx = { .sys = sys, .w = w, .a = a,
+				      .turn = w ? ura__ld(&w->st.turns) : ura__ctx_tag() };
 		int rc = cls->init(&cx, state, arg);
 		if (rc < 0) {
 			/* init failed: it cleans up after itself, so no

@@ -260,7 +260,9 @@ struct ura_ctx {
 	struct ura__actor *a;
 	struct ura_msg *m;       /* NULL in init */
 	void *req_data;
-	uint64_t turn;           /* w's st.turns when made (debug check) */
+	uint64_t turn;           /* w's st.turns when made, or off the workers
+	                            the making thread's ura__ctx_tag() (debug
+	                            check) */
 	/* actor/request.c: the request this handler answers, if any (a
 	 * request message, or a continuation's chained promise): who asked
 	 * and its id; req_open until it is replied to, failed, forwarded or
@@ -278,6 +280,13 @@ struct ura_ctx {
 /* The worker running on this thread, if any (for -EDEADLK checks). */
 extern _Thread_local struct ura__worker *ura__current_worker;
 
+/* A word no other live thread has: the ctx of an init run off the
+ * workers carries it in `turn` (the debug check of ura__ctx_bad). */
+static inline uint64_t ura__ctx_tag(void)
+{
+	return (uint64_t)(uintptr_t)&ura__current_worker;
+}
+
 /* A ctx the caller may not use: NULL, or (in builds without NDEBUG) one
  * kept past its handler: used from another thread, or in a later turn.
  * Such a use is undefined in ura.h's terms; debug builds catch it, say so
@@ -290,8 +299,11 @@ ura__no_sanitize static inline int ura__ctx_bad(const struct ura_ctx *cx)
 {
 	if (ura__unlikely(!cx))
 		return 1;
+	/* Off the workers w is NULL, and so may be the garbage of a dead
+	 * frame: the thread's tag tells them apart (tests/misuse crashed in
+	 * one run in ten on two nodes without it). */
 	if (ura__likely(cx->w == ura__current_worker &&
-			(!cx->w || cx->turn == ura__ld(&cx->w->st.turns))))
+			cx->turn == (cx->w ? ura__ld(&cx->w->st.turns) : ura__ctx_tag())))
 		return 0;
 	return ura__ctx_stale(cx);
 }
