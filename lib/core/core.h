@@ -51,6 +51,14 @@ struct ura__node {
 	alignas(URA__CACHELINE) pthread_mutex_t inject_lock;
 	struct ura__actor *inject_head, *inject_tail;
 	_Atomic uint32_t inject_len;
+	/* Pops so far: a worker of another node that sees the queue hold
+	 * work while this count stands still for steal_remote_ns takes it
+	 * (core/sched.c, steal_inject). Written under inject_lock; read
+	 * without it, relaxed (a look; the pop decides). */
+	_Atomic uint32_t inject_pops;
+	/* inject_pops when a remote watcher was last woken for this queue:
+	 * once per pop (an exchange by the injector, relaxed: a heuristic). */
+	_Atomic uint32_t remote_woke;
 	unsigned first, count;
 	int id;                        /* the kernel's node number */
 	/* Messages from other nodes' workers: a stack of batches, newest
@@ -93,6 +101,11 @@ struct ura__worker {
 	uint64_t watch_turns, watch_since, watch_wait;
 	uint64_t watch_look;           /* when it last read the peers' slots */
 	uint64_t watch_woke;           /* idle_epoch of the last watch wake sent */
+	/* Another node's inject queue this worker watches (steal_inject):
+	 * the node (-1: none), its pop count when first seen, since when. */
+	int iwatch_n;
+	uint32_t iwatch_pops;
+	uint64_t iwatch_since;
 	unsigned tick;                 /* turns, for the inject-queue check */
 	uint32_t rng;
 	struct ura__actor *ovf_head, *ovf_tail; /* run-queue overflow */

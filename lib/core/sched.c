@@ -35,14 +35,15 @@ int ura__wake(struct ura__worker *self, struct ura__worker *v)
 
 /* Wakes the first sleeper among workers [first, first + count), looking
  * from `start` on (the waker's neighbours first: same node, warm caches). */
-static void wake_among(ura_system *sys, struct ura__worker *self, unsigned first,
-		       unsigned count, unsigned start)
+static int wake_among(ura_system *sys, struct ura__worker *self, unsigned first,
+		      unsigned count, unsigned start)
 {
 	for (unsigned i = 0; i < count; i++) {
 		struct ura__worker *v = &sys->workers[first + (start + i) % count];
 		if (v != self && ura__wake(self, v))
-			return;
+			return 1;
 	}
+	return 0;
 }
 
 /* There is stealable work: make sure someone will come for it. */
@@ -79,13 +80,41 @@ void ura__push_local(struct ura__worker *w, struct ura__actor *a)
 	w->ovf_tail = a;
 }
 
-/* Wakes one sleeping worker of node `nd` (none if one of them spins). */
-static void wake_node(ura_system *sys, struct ura__worker *self, unsigned nd)
+/* Wakes one sleeping worker of node `nd`; 0 if none slept. */
+static int wake_node(ura_system *sys, struct ura__worker *self, unsigned nd)
 {
 	ura__fence_seq_cst(); /* pairs with the sleeper's fence (see maybe_wake) */
 	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
+		return 0;
+	return wake_among(sys, self, sys->nodes[nd].first, sys->nodes[nd].count, 0);
+}
+
+/* An actor queued on node nd, none of whose workers slept: if they are
+ * all busy (none idle, spinning or about to sleep), a worker of another
+ * node is woken to watch the queue, and takes the actor if nobody there
+ * has popped for steal_remote_ns (steal_inject): a long handler on one
+ * node must not stall the actors it woke while another node idles. Once
+ * per pop of that queue, and not when a worker spins or watches anywhere
+ * already. Relaxed loads: a heuristic; a watch missed costs latency,
+ * never the actor, which its own node runs after the turn. */
+static void wake_remote_watcher(ura_system *sys, struct ura__worker *self, unsigned nd)
+{
+	if (sys->nnodes < 2 || !atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) ||
+	    atomic_load_explicit(&sys->nspinning, memory_order_relaxed) ||
+	    atomic_load_explicit(&sys->nwatching, memory_order_relaxed))
 		return;
-	wake_among(sys, self, sys->nodes[nd].first, sys->nodes[nd].count, 0);
+	struct ura__node *n = &sys->nodes[nd];
+	for (unsigned i = 0; i < n->count; i++)
+		if (atomic_load_explicit(&sys->workers[n->first + i].idle, memory_order_relaxed))
+			return; /* it finds the actor itself */
+	uint32_t pops = atomic_load_explicit(&n->inject_pops, memory_order_relaxed);
+	if (atomic_exchange_explicit(&n->remote_woke, pops, memory_order_relaxed) == pops)
+		return;
+	for (unsigned k = 1; k < sys->nnodes; k++) {
+		struct ura__node *r = &sys->nodes[(nd + k) % sys->nnodes];
+		if (wake_among(sys, self, r->first, r->count, 0))
+			return;
+	}
 }
 
 /* Makes `a` runnable on its home node from a thread of another node, or
@@ -104,12 +133,12 @@ static void inject(ura_system *sys, struct ura__worker *self, struct ura__actor 
 	atomic_fetch_add_explicit(&n->inject_len, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&n->inject_lock);
 	/* Not a->home_node: once queued, the actor is no longer ours to read. */
-	wake_node(sys, self, nd);
+	if (!wake_node(sys, self, nd))
+		wake_remote_watcher(sys, self, nd);
 }
 
-struct ura__actor *ura__inject_pop(struct ura__worker *w)
+static struct ura__actor *inject_pop_node(struct ura__node *n)
 {
-	struct ura__node *n = &w->sys->nodes[w->node];
 	if (!atomic_load_explicit(&n->inject_len, memory_order_relaxed))
 		return NULL;
 	pthread_mutex_lock(&n->inject_lock);
@@ -119,9 +148,18 @@ struct ura__actor *ura__inject_pop(struct ura__worker *w)
 		if (!n->inject_head)
 			n->inject_tail = NULL;
 		atomic_fetch_sub_explicit(&n->inject_len, 1, memory_order_relaxed);
+		/* relaxed: under the lock; watchers only look (steal_inject). */
+		atomic_store_explicit(&n->inject_pops,
+				      atomic_load_explicit(&n->inject_pops, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&n->inject_lock);
 	return a;
+}
+
+struct ura__actor *ura__inject_pop(struct ura__worker *w)
+{
+	return inject_pop_node(&w->sys->nodes[w->node]);
 }
 
 void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
@@ -199,85 +237,141 @@ static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
 
 /*
  * The next slot of a peer stuck in one turn. A busy owner's slot is
- * taken only when its turn count has not moved for steal_next_ns: the
- * same turn has been running that long, and the actor in the slot has
- * waited for it. The thief watches one peer at a time (watch_*): the
- * peer, its turn count, since when. The CAS (acquire: pairs with the
+ * taken only when its turn count has not moved for a grace period:
+ * steal_next_ns on the thief's node, steal_remote_ns on another (the
+ * actor's memory stays behind). The same turn has been running that
+ * long, and the actor in the slot has waited for it. The thief watches
+ * one peer at a time (watch_*): the peer, its turn count, since when;
+ * its own node's peers come first. The CAS (acquire: pairs with the
  * owner's release store of the slot) races the owner's exchange in
  * ura__pick; exactly one of them gets the actor.
  */
-static struct ura__actor *steal_next(struct ura__worker *w, unsigned first, unsigned count,
-				     uint64_t now)
+static struct ura__actor *steal_next(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
-	/* A few looks per grace period are enough, and each one reads
-	 * lines the busy owner writes on every wake: a spinning thief that
-	 * looked on every pass cost thread_ring ~10% at 2 workers. */
-	if (now - w->watch_look < sys->steal_next_ns / 4)
-		return NULL;
-	w->watch_look = now;
-	for (unsigned i = 0; i < count; i++) {
-		struct ura__worker *v = &sys->workers[first + i];
-		if (v == w)
-			continue;
-		/* relaxed: a look; the CAS decides. */
-		struct ura__actor *a = atomic_load_explicit(&v->next, memory_order_relaxed);
-		if (!a || atomic_load_explicit(&v->idle, memory_order_relaxed))
-			continue;
-		uint64_t turns = ura__ld(&v->st.turns);
-		if (w->watch_v != (int)v->id || w->watch_turns != turns) {
-			/* A new turn: its waiting starts now. */
-			if (w->watch_v == (int)v->id && w->watch_wait < 3 * sys->steal_next_ns)
-				w->watch_wait *= 2; /* it moves on: look less often */
-			else if (w->watch_v != (int)v->id)
-				w->watch_wait = sys->steal_next_ns;
-			w->watch_v = (int)v->id;
-			w->watch_turns = turns;
-			w->watch_since = now;
+	for (unsigned k = 0; k < sys->nnodes; k++) {
+		const struct ura__node *nd = &sys->nodes[(w->node + k) % sys->nnodes];
+		uint64_t grace = k ? sys->steal_remote_ns : sys->steal_next_ns;
+		for (unsigned i = 0; i < nd->count; i++) {
+			struct ura__worker *v = &sys->workers[nd->first + i];
+			if (v == w)
+				continue;
+			/* relaxed: a look; the CAS decides. */
+			struct ura__actor *a = atomic_load_explicit(&v->next, memory_order_relaxed);
+			if (!a || atomic_load_explicit(&v->idle, memory_order_relaxed))
+				continue;
+			uint64_t turns = ura__ld(&v->st.turns);
+			if (w->watch_v != (int)v->id || w->watch_turns != turns) {
+				/* A new turn: its waiting starts now. */
+				if (w->watch_v == (int)v->id && w->watch_wait < 3 * grace)
+					w->watch_wait *= 2; /* it moves on: look less often */
+				else if (w->watch_v != (int)v->id)
+					w->watch_wait = grace;
+				w->watch_v = (int)v->id;
+				w->watch_turns = turns;
+				w->watch_since = now;
+				return NULL;
+			}
+			if (now - w->watch_since < grace)
+				return NULL;
+			if (atomic_compare_exchange_strong_explicit(&v->next, &a, NULL,
+								    memory_order_acquire,
+								    memory_order_relaxed)) {
+				w->watch_v = -1;
+				return a;
+			}
 			return NULL;
 		}
-		if (now - w->watch_since < sys->steal_next_ns)
-			return NULL;
-		if (atomic_compare_exchange_strong_explicit(&v->next, &a, NULL,
-							    memory_order_acquire,
-							    memory_order_relaxed)) {
-			w->watch_v = -1;
-			return a;
-		}
-		return NULL;
 	}
 	w->watch_v = -1; /* nothing to watch */
 	return NULL;
 }
 
-/* How long a worker about to sleep may sleep before it looks at the next
- * slot it watches again; 0: it watches none (sleep until woken). */
-uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now)
+/* Another node's inject queue, when it holds actors and none of its
+ * workers has popped one for steal_remote_ns: they are all stuck in long
+ * turns (wake_remote_watcher woke us to look). */
+static struct ura__actor *steal_inject(struct ura__worker *w, uint64_t now)
 {
-	if (w->watch_v < 0)
-		return 0;
-	struct ura__worker *v = &w->sys->workers[w->watch_v];
-	if (!atomic_load_explicit(&v->next, memory_order_relaxed) ||
-	    atomic_load_explicit(&v->idle, memory_order_relaxed)) {
-		w->watch_v = -1;
-		return 0;
+	ura_system *sys = w->sys;
+	for (unsigned k = 1; k < sys->nnodes; k++) {
+		unsigned nd = (w->node + k) % sys->nnodes;
+		struct ura__node *n = &sys->nodes[nd];
+		if (!atomic_load_explicit(&n->inject_len, memory_order_relaxed))
+			continue;
+		uint32_t pops = atomic_load_explicit(&n->inject_pops, memory_order_relaxed);
+		if (w->iwatch_n != (int)nd || w->iwatch_pops != pops) {
+			w->iwatch_n = (int)nd;
+			w->iwatch_pops = pops;
+			w->iwatch_since = now;
+			return NULL;
+		}
+		if (now - w->iwatch_since < sys->steal_remote_ns)
+			return NULL;
+		w->iwatch_n = -1;
+		return inject_pop_node(n);
 	}
-	uint64_t due = w->watch_since + w->watch_wait;
-	return due > now ? due - now : 1;
+	w->iwatch_n = -1;
+	return NULL;
 }
 
-/* Same node first; other nodes only once this node has had nothing to
- * steal for steal_remote_ns (a remote actor drags its memory along). */
+/* How long a worker about to sleep may sleep before it looks at the next
+ * slot or inject queue it watches again; 0: it watches none (sleep until
+ * woken). */
+uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now)
+{
+	ura_system *sys = w->sys;
+	uint64_t wait = 0;
+	if (w->watch_v >= 0) {
+		struct ura__worker *v = &sys->workers[w->watch_v];
+		if (!atomic_load_explicit(&v->next, memory_order_relaxed) ||
+		    atomic_load_explicit(&v->idle, memory_order_relaxed)) {
+			w->watch_v = -1;
+		} else {
+			uint64_t due = w->watch_since + w->watch_wait;
+			wait = due > now ? due - now : 1;
+		}
+	}
+	if (w->iwatch_n >= 0) {
+		struct ura__node *n = &sys->nodes[w->iwatch_n];
+		if (!atomic_load_explicit(&n->inject_len, memory_order_relaxed) ||
+		    atomic_load_explicit(&n->inject_pops, memory_order_relaxed) != w->iwatch_pops) {
+			w->iwatch_n = -1;
+		} else {
+			uint64_t due = w->iwatch_since + sys->steal_remote_ns;
+			uint64_t t = due > now ? due - now : 1;
+			if (!wait || t < wait)
+				wait = t;
+		}
+	}
+	return wait;
+}
+
+/* Same node first; other nodes' run queues only once this node has had
+ * nothing to steal for steal_remote_ns (a remote actor drags its memory
+ * along). A stuck peer's next slot or a stuck node's inject queue is
+ * watched with a grace of its own (above). */
 static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	struct ura__node *n = &sys->nodes[w->node];
 	struct ura__actor *a = steal_range(w, n->first, n->count);
-	if (!a && sys->nworkers > 1)
-		a = steal_next(w, n->first, n->count, now);
+	int remote = 0;
+	/* A few looks per grace period are enough, and each one reads
+	 * lines the busy owners write on every wake: a spinning thief that
+	 * looked on every pass cost thread_ring ~10% at 2 workers. */
+	if (!a && sys->nworkers > 1 && now - w->watch_look >= sys->steal_next_ns / 4) {
+		w->watch_look = now;
+		a = steal_next(w, now);
+		if (a)
+			remote = ura__home(a) != w->node;
+		else if (sys->nnodes > 1 && (a = steal_inject(w, now)))
+			remote = 1;
+	}
 	if (a) {
 		ura__inc(&w->st.steals);
-		URA_PROBE2(steal, w->id, 0); /* USDT: thief, remote */
+		if (remote)
+			ura__inc(&w->st.steals_remote);
+		URA_PROBE2(steal, w->id, remote); /* USDT: thief, remote */
 		w->local_dry_since = 0;
 		return a;
 	}

@@ -135,6 +135,7 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
 		w->cpu = sys->pin && !topo->simulated ? topo->cpu[e] : -1;
 		w->rng = 0x9e3779b9u * (i + 1);
 		w->watch_v = -1;
+		w->iwatch_n = -1;
 		w->poller.efd = w->poller.epfd = -1;
 		if (topo->node[e] != last) {
 			last = topo->node[e];

@@ -270,7 +270,7 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		 * watches, not a spin: spinning there polled the busy peer's
 		 * queue and slot lines while it wrote them (thread_ring at 2
 		 * workers lost 11%). */
-		spin = w->watch_v >= 0 ? 0 : sys->spin_ns;
+		spin = w->watch_v >= 0 || w->iwatch_n >= 0 ? 0 : sys->spin_ns;
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now)) {
 			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());
