@@ -346,6 +346,46 @@ uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now)
 	return wait;
 }
 
+uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now)
+{
+	/* A waker that fills a slot or queues on a busy node wakes nobody
+	 * when some worker spins (it will look), and a spinner's last look
+	 * may have come just before: it then sleeps here, and the actor
+	 * would wait for the busy turn (busy_wake's 50 ms outliers). For an
+	 * inject the seq_cst loads pair with wake_node's fence before it
+	 * reads nspinning, against our fence after `sleeping` (Dekker); a
+	 * slot is filled with a release store and no fence (a fence on
+	 * every wake would tax the hot path), so there this narrows the
+	 * window rather than closing it: a watch missed costs latency,
+	 * never the actor, which its owner runs after the turn. */
+	ura_system *sys = w->sys;
+	if (sys->nworkers < 2)
+		return 0;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[i];
+		if (v == w || !atomic_load_explicit(&v->next, memory_order_seq_cst) ||
+		    atomic_load_explicit(&v->idle, memory_order_seq_cst))
+			continue;
+		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+		w->watch_v = (int)v->id;
+		w->watch_turns = ura__ld(&v->st.turns);
+		w->watch_since = now;
+		w->watch_wait = grace;
+		return grace;
+	}
+	for (unsigned k = 1; k < sys->nnodes; k++) {
+		unsigned nd = (w->node + k) % sys->nnodes;
+		struct ura__node *n = &sys->nodes[nd];
+		if (!atomic_load_explicit(&n->inject_len, memory_order_seq_cst))
+			continue;
+		w->iwatch_n = (int)nd;
+		w->iwatch_pops = atomic_load_explicit(&n->inject_pops, memory_order_relaxed);
+		w->iwatch_since = now;
+		return sys->steal_remote_ns;
+	}
+	return 0;
+}
+
 /* Same node first; other nodes' run queues only once this node has had
  * nothing to steal for steal_remote_ns (a remote actor drags its memory
  * along). A stuck peer's next slot or a stuck node's inject queue is
