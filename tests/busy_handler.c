@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A busy handler stalls no one (issue 14): a handler wakes K idle actors
+ * and then keeps its worker busy until all of them have run (at most 5 s
+ * a round). Each must have been taken by the other worker meanwhile: the
+ * first one from the waker's next slot, the others from its run queue.
+ * The meson suite runs it again with URA_TOPOLOGY=2x1, where the other
+ * worker is on the other node (a watcher of another node takes the slot
+ * after steal_remote_ns; before c9f1b22 nothing did, and K=1 waited out
+ * every round). Not a timing test: the handler waits as long as it must,
+ * and the test counts only who ran where, and before the handler ended.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "tap.h"
+
+#define A_GO URA_ATOM("go")
+#define A_WAKE URA_ATOM("wake")
+#define MAX_K 4
+
+static _Atomic int g_ran;       /* kids that ran in this round */
+static _Atomic int g_elsewhere; /* ... on the other worker, while the
+                                   waker's handler still ran */
+static _Atomic int g_waker_w;
+static _Atomic int g_busy;      /* the waker's handler runs */
+
+static void on_wake(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	if ((int)ura_worker_id(cx) != atomic_load(&g_waker_w) && atomic_load(&g_busy))
+		atomic_fetch_add(&g_elsewhere, 1);
+	atomic_fetch_add(&g_ran, 1);
+}
+URA_BEHAVIOR(kid_beh, URA_ON(A_WAKE, "", on_wake));
+static const ura_class kid_class = { .name = "kid", .initial = &kid_beh };
+
+typedef struct { ura_ref kids[MAX_K]; int k; } waker;
+
+static void on_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	waker *w = ura_state(cx);
+	atomic_store(&g_waker_w, (int)ura_worker_id(cx));
+	atomic_store(&g_ran, 0);
+	atomic_store(&g_elsewhere, 0);
+	atomic_store(&g_busy, 1);
+	for (int i = 0; i < w->k; i++)
+		ura_send(cx, w->kids[i], A_WAKE);
+	/* The long handler: until every kid ran, or 5 s. */
+	uint64_t end = t_now_ns() + 5 * URA_SEC;
+	while (atomic_load(&g_ran) < w->k && t_now_ns() < end)
+		;
+	atomic_store(&g_busy, 0);
+}
+URA_BEHAVIOR(waker_beh, URA_ON(A_GO, "", on_go));
+static const ura_class waker_class = { .name = "waker", .state_size = sizeof(waker),
+				       .initial = &waker_beh };
+
+static void rounds(int k, int n)
+{
+	ura_system *sys = t_system(2);
+	waker st = { .k = k };
+	/* Everyone on worker 0: the kids wake there, behind the waker. */
+	ura_spawn_opts on0 = { .worker = URA_WORKER(0) };
+	for (int i = 0; i < k; i++)
+		t_must(ura_spawn_ex(sys, &kid_class, NULL, &on0, &st.kids[i]));
+	ura_ref w;
+	t_must(ura_spawn_ex(sys, &waker_class, &st, &on0, &w));
+	t_rc(await_guarded(sys), 0, "K=%d: spawned", k);
+	int elsewhere = 0;
+	for (int r = 0; r < n; r++) {
+		t_must(ura_send(sys, w, A_GO));
+		if (await_guarded(sys) < 0)
+			break;
+		elsewhere += atomic_load(&g_elsewhere);
+	}
+	ura_stats s = stats(sys);
+	t_diag("K=%d: %u nodes, steals %llu (remote %llu)", k, s.nodes,
+	       (unsigned long long)s.steals, (unsigned long long)s.steals_remote);
+	t_eq(elsewhere, k * n, "K=%d: every woken actor ran on the other worker (%d rounds)", k, n);
+	t_destroy(sys);
+}
+
+int main(void)
+{
+	if (getenv("URA_WORKERS")) {
+		t_skip("URA_WORKERS set: it overrides the worker count under test");
+		return t_done();
+	}
+	rounds(1, 10);
+	rounds(MAX_K, 10);
+	return t_done();
+}
