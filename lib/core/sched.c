@@ -287,6 +287,14 @@ static struct ura__actor *steal_next(struct ura__worker *w, uint64_t now)
 	return NULL;
 }
 
+/* Watches node nd's inject queue from now, at pop count `pops`. */
+static void iwatch_begin(struct ura__worker *w, unsigned nd, uint32_t pops, uint64_t now)
+{
+	w->iwatch_n = (int)nd;
+	w->iwatch_pops = pops;
+	w->iwatch_since = now;
+}
+
 /* Another node's inject queue, when it holds actors and none of its
  * workers has popped one for steal_remote_ns: they are all stuck in long
  * turns (wake_remote_watcher woke us to look). */
@@ -300,9 +308,7 @@ static struct ura__actor *steal_inject(struct ura__worker *w, uint64_t now)
 			continue;
 		uint32_t pops = atomic_load_explicit(&n->inject_pops, memory_order_relaxed);
 		if (w->iwatch_n != (int)nd || w->iwatch_pops != pops) {
-			w->iwatch_n = (int)nd;
-			w->iwatch_pops = pops;
-			w->iwatch_since = now;
+			iwatch_begin(w, nd, pops, now);
 			return NULL;
 		}
 		if (now - w->iwatch_since < sys->steal_remote_ns)
@@ -364,9 +370,7 @@ uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now)
 		struct ura__node *n = &sys->nodes[nd];
 		if (!atomic_load_explicit(&n->inject_len, memory_order_seq_cst))
 			continue;
-		w->iwatch_n = (int)nd;
-		w->iwatch_pops = atomic_load_explicit(&n->inject_pops, memory_order_relaxed);
-		w->iwatch_since = now;
+		iwatch_begin(w, nd, atomic_load_explicit(&n->inject_pops, memory_order_relaxed), now);
 		return sys->steal_remote_ns;
 	}
 	return 0;
