@@ -1480,7 +1480,9 @@ URA_API int ura_signal_unsubscribe(ura_system *sys, int signo);
  * regular files, openat, close and fsync. Same API, same messages. (On
  * epoll a listening socket given to URA_IO_ACCEPT is made non-blocking,
  * and a connect runs non-blocking; closing an fd with URA_IO_CLOSE ends
- * the operations still waiting on it with -EBADF.)
+ * the operations still waiting on it with -EBADF, on every worker, before
+ * the fd is closed. Close such an fd only with URA_IO_CLOSE: close(2)
+ * leaves waiters of other workers behind.)
  * Handler context only, for every call here: an init callback that
  * ura_spawn_sys runs on the calling thread has no ring (-EPERM; send the
  * actor a message and start its I/O from the handler).

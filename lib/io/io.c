@@ -540,6 +540,72 @@ tell:
 	ura__wake(self, w);
 }
 
+/* ura__forget_cb: an epoll CLOSE on `self` asks the workers in `workers`
+ * to forget its fd before it runs (ring/epoll_io.c says why). */
+static void io_forget(void *ctx, uint64_t workers, struct ura__ioreq *r)
+{
+	struct ura__worker *self = ctx;
+	ura_system *sys = self->sys;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		if (i == self->id || !((workers >> (i & 63)) & 1))
+			continue;
+		struct ura__worker *w = &sys->workers[i];
+		struct ura__io *io = w->io;
+		int asked = 0, nomem = 0;
+		pthread_mutex_lock(&io->cancel_lock);
+		if (!io->forget_closed && io->nforget == io->capforget) {
+			unsigned cap = io->capforget ? io->capforget * 2 : 8;
+			struct ura__ioreq **n = ura__realloc(io->forgets, cap * sizeof *n);
+			if (n) {
+				io->forgets = n;
+				io->capforget = cap;
+			} else {
+				nomem = 1;
+			}
+		}
+		if (!io->forget_closed && !nomem) {
+			/* relaxed: the hold is ours to take before the worker
+			 * can see r; the lock hands both over. */
+			atomic_fetch_add_explicit(&r->park_holds, 1, memory_order_relaxed);
+			io->forgets[io->nforget++] = r;
+			asked = 1;
+		}
+		pthread_mutex_unlock(&io->cancel_lock);
+		if (nomem)
+			/* The close goes ahead without this worker's answer,
+			 * as it did before the fd map: its waiters on the fd
+			 * (if any) are left to the actor's stop. */
+			ura__log(&sys->log, URA_LOG_ERROR, "close of fd %d: worker %u not told: %s",
+				 r->fd, i, ura_strerror(-ENOMEM));
+		if (!asked)
+			continue;
+		/* seq_cst: pairs with the owner's fence before it sleeps, as
+		 * for a cancel. */
+		atomic_store_explicit(&io->cancel_req, 1, memory_order_seq_cst);
+		ura__wake(self, w);
+	}
+}
+
+/* Owner: answers the forget requests queued for us, a batch at a time
+ * (the answer may run a close; never under the lock). */
+static void forget_all(struct ura__worker *w)
+{
+	struct ura__io *io = w->io;
+	for (;;) {
+		struct ura__ioreq *rs[64];
+		pthread_mutex_lock(&io->cancel_lock);
+		unsigned k = io->nforget < 64 ? io->nforget : 64;
+		io->nforget -= k;
+		if (k)
+			memcpy(rs, io->forgets + io->nforget, k * sizeof *rs);
+		pthread_mutex_unlock(&io->cancel_lock);
+		if (!k)
+			return;
+		for (unsigned i = 0; i < k; i++)
+			ura__poller_forget(&w->poller, rs[i]);
+	}
+}
+
 URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
 {
 	if (ura__ctx_bad(cx) || id <= 0)
@@ -637,6 +703,7 @@ static int io_service(struct ura__worker *w, int poll)
 			for (unsigned i = 0; i < k; i++)
 				cancel_local(w, (int64_t)ids[i]);
 		}
+		forget_all(w);
 	}
 	if (poll && ura__poller_io_active(&w->poller)) {
 		int rc = ura__poller_poll(&w->poller);
@@ -691,13 +758,23 @@ void ura__io_worker_start(struct ura__worker *w)
 {
 	w->poller.on_io = on_io;
 	w->poller.to_pool = ura__pool_queue;
+	w->poller.forget = io_forget;
 	w->poller.io_ctx = w;
+	w->poller.id = w->id;
+	w->poller.id_shared = w->sys->nworkers > 64;
 }
 
 void ura__io_worker_exit(struct ura__worker *w)
 {
 	struct ura__io *io = w->io;
 	io->exiting = 1;
+	/* Closes that asked us to forget their fd run once we answer: every
+	 * request queued so far, and none after (an asker counts us as
+	 * answered). */
+	pthread_mutex_lock(&io->cancel_lock);
+	io->forget_closed = 1;
+	pthread_mutex_unlock(&io->cancel_lock);
+	forget_all(w);
 	/* By index, not through any list: a cancel may complete (and free)
 	 * an operation at once. */
 	for (uint32_t i = 0; i < io->hwm; i++) {
@@ -748,6 +825,7 @@ static void io_fini(ura_system *sys, struct ura__io *io)
 		free(io->chunks[c]);
 	free(io->chunks);
 	free(io->cancels);
+	free(io->forgets);
 	pthread_mutex_destroy(&io->cancel_lock);
 }
 

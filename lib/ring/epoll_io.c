@@ -9,6 +9,16 @@
  * never left registered in some worker's epoll when its owner closes it
  * (an actor moves between workers, and close(2) from another thread
  * racing an epoll_ctl on the same fd is a real race; TSan says so).
+ *
+ * Waiters are kept by fd number, per worker, so a CLOSE must reach every
+ * worker that waits on the fd, not only its own: an actor's recv waits in
+ * the epoll of the worker it ran on, and the actor may run on another
+ * worker when it closes. A waiter left behind would hang, and once the
+ * number is reused by another connection it would read that connection's
+ * bytes. So a process-wide map keeps, per fd, which workers wait on it
+ * (fd_workers); a CLOSE asks each of them to forget the fd (their waiters
+ * end with -EBADF, as the closing worker's own do), and the close(2)
+ * itself runs only after the last of them has answered (park_release).
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +33,60 @@
 #include "ring/epoll_io.h"
 #include "util/util.h"
 
-enum { EPS_IDLE = 0, EPS_WAIT, EPS_POOL, EPS_DONE };
+/* EPS_PARK: a CLOSE waiting for other workers to forget its fd. */
+enum { EPS_IDLE = 0, EPS_WAIT, EPS_POOL, EPS_DONE, EPS_PARK };
+
+/* fd -> the workers waiting on it (bit: worker id % 64), process-wide as
+ * fd numbers are. Two levels, so that only the fd ranges in use take
+ * memory: 4096 segments of 4096 words cover 16 Mi fds; a higher fd is not
+ * tracked (its close asks nobody, as before this map). Segments are never
+ * freed: a pointer reached through the static array stays valid. */
+#define FDMAP_SHIFT 12
+#define FDMAP_SEGS 4096
+static _Atomic(_Atomic uint64_t *) fdmap[FDMAP_SEGS];
+
+/* The word of fd, made if `make` (NULL: not tracked, or no memory). */
+static _Atomic uint64_t *fd_workers(int fd, int make)
+{
+	unsigned seg = (unsigned)fd >> FDMAP_SHIFT;
+	if (fd < 0 || seg >= FDMAP_SEGS)
+		return NULL;
+	/* acquire: pairs with the release CAS that published the segment
+	 * (its zeroed words). */
+	_Atomic uint64_t *w = atomic_load_explicit(&fdmap[seg], memory_order_acquire);
+	if (!w && make) {
+		_Atomic uint64_t *n = ura__calloc(1u << FDMAP_SHIFT, sizeof *n);
+		if (!n)
+			return NULL;
+		/* acq_rel: publishes our zeroed segment, or (we lost) takes
+		 * the winner's, which we read through w. */
+		if (atomic_compare_exchange_strong_explicit(&fdmap[seg], &w, n,
+							    memory_order_acq_rel,
+							    memory_order_acquire))
+			w = n;
+		else
+			free(n);
+	}
+	return w ? &w[fd & ((1 << FDMAP_SHIFT) - 1)] : NULL;
+}
+
+/* Our worker starts (on) or stops waiting on fd. relaxed both: a reader is
+ * a CLOSE that happens after our submit (through the actor's token, or the
+ * caller's own ordering), so coherence shows it this value or a later
+ * one; a closer that misses a bit cleared later asks us for nothing. With
+ * more than 64 workers a bit is shared and is never cleared: extra asks
+ * find nothing and cost a wake. */
+static void fd_mark(struct ura__poller *p, int fd, int on)
+{
+	_Atomic uint64_t *w = fd_workers(fd, 0);
+	uint64_t bit = 1ull << (p->id & 63);
+	if (!w)
+		return;
+	if (on)
+		atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+	else if (!p->id_shared)
+		atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+}
 
 struct ep_fd {
 	struct ura__ioreq *head[2], *tail[2]; /* waiters: in, out */
@@ -154,8 +217,41 @@ static int rearm(struct ura__poller *p, int fd, struct ep_fd *f)
 		if (op >= 0 && epoll_ctl(p->epfd, op, fd, &ev) < 0)
 			return -errno;
 	}
+	if (!want != !f->reg)
+		fd_mark(p, fd, want != 0);
 	f->reg = want;
 	return 0;
+}
+
+/* Every waiter on fd ends with res, and epoll lets the fd go. */
+static void end_waiters(struct ura__poller *p, int fd, struct ep_fd *f, int res)
+{
+	for (int d = 0; d < 2; d++)
+		while (f->head[d]) {
+			struct ura__ioreq *q = f->head[d];
+			f->head[d] = q->bk_next;
+			p->io_inflight--;
+			if (q->op == URA_IO_CONNECT && q->saved_fl >= 0)
+				fcntl(fd, F_SETFL, q->saved_fl);
+			finish(p, q, res);
+		}
+	f->tail[0] = f->tail[1] = NULL;
+	rearm(p, fd, f);
+}
+
+/* Drops one hold on a parked CLOSE; the last one hands it to the pool of
+ * its owner (park_ctx), never to ours: its record is the owner's. */
+static void park_release(struct ura__poller *p, struct ura__ioreq *r)
+{
+	/* acq_rel: each asked worker's forgetting (its epoll_ctl DEL) happens
+	 * before the last release, which the pool's mutex then orders
+	 * before close(2). */
+	if (atomic_fetch_sub_explicit(&r->park_holds, 1, memory_order_acq_rel) != 1)
+		return;
+	/* relaxed: the pool's mutex publishes it with the job. The owner
+	 * never looks at job_state while the close is parked. */
+	atomic_store_explicit(&r->job_state, URA__JOB_QUEUED, memory_order_relaxed);
+	p->to_pool(r->park_ctx, r);
 }
 
 static void waiter_add(struct ep_fd *f, struct ura__ioreq *r)
@@ -264,21 +360,27 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 	}
 	switch (r->op) {
 	case URA_IO_OPENAT: case URA_IO_CLOSE: case URA_IO_FSYNC:
-		if (r->op == URA_IO_CLOSE && r->fd < e->cap && r->fd >= 0) {
-			/* Waiters on a closing fd end now, as they would
-			 * hang forever once epoll forgets the fd. */
-			struct ep_fd *f = &e->fds[r->fd];
-			for (int d = 0; d < 2; d++)
-				while (f->head[d]) {
-					struct ura__ioreq *q = f->head[d];
-					f->head[d] = q->bk_next;
-					p->io_inflight--;
-					finish(p, q, -EBADF);
-				}
-			f->tail[0] = f->tail[1] = NULL;
-			rearm(p, r->fd, f);
-		}
-		return to_pool(p, r);
+		if (r->op != URA_IO_CLOSE)
+			return to_pool(p, r);
+		/* Waiters on a closing fd end now, as they would hang
+		 * forever once epoll forgets the fd: ours here, other
+		 * workers' when they are asked. */
+		if (r->fd < e->cap && r->fd >= 0)
+			end_waiters(p, r->fd, &e->fds[r->fd], -EBADF);
+		_Atomic uint64_t *fw = fd_workers(r->fd, 0);
+		/* relaxed: see fd_mark. */
+		uint64_t others = fw ? atomic_load_explicit(fw, memory_order_relaxed) : 0;
+		if (!p->id_shared)
+			others &= ~(1ull << (p->id & 63));
+		if (!others || !p->forget)
+			return to_pool(p, r);
+		r->state = EPS_PARK;
+		r->park_ctx = p->io_ctx;
+		/* relaxed: ours alone until the hook hands r out. */
+		atomic_store_explicit(&r->park_holds, 1, memory_order_relaxed);
+		p->forget(p->io_ctx, others, r);
+		park_release(p, r);
+		return 0;
 	default:
 		break;
 	}
@@ -327,6 +429,10 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 			defer_done(p, r, res);
 			return 0;
 		}
+	}
+	if (fd_workers(r->fd, 1) == NULL && (unsigned)r->fd >> FDMAP_SHIFT < FDMAP_SEGS) {
+		defer_done(p, r, -ENOMEM); /* no room to say we wait on it */
+		return 0;
 	}
 	waiter_add(f, r);
 	r->state = EPS_WAIT;
@@ -435,7 +541,16 @@ void ura__epio_cancel(struct ura__poller *p, struct ura__ioreq *r)
 		atomic_compare_exchange_strong_explicit(&r->job_state, &q, URA__JOB_CANCELLED,
 							memory_order_acq_rel, memory_order_acquire);
 	}
-	/* EPS_DONE: its result is decided and on its way. */
+	/* EPS_DONE: its result is decided and on its way. EPS_PARK: a close
+	 * is not taken back once asked for; it completes when it ran. */
+}
+
+void ura__poller_forget(struct ura__poller *p, struct ura__ioreq *r)
+{
+	struct ura__epio *e = p->ep;
+	if (e && r->fd >= 0 && r->fd < e->cap)
+		end_waiters(p, r->fd, &e->fds[r->fd], -EBADF);
+	park_release(p, r);
 }
 
 void ura__poller_pool_done(struct ura__poller *p, struct ura__ioreq *r, int res)

@@ -55,6 +55,11 @@ struct ura__ioreq {
 	/* epoll: handed to the pool; QUEUED -> RUNNING by the pool thread,
 	 * QUEUED -> CANCELLED by the owner (a deadline or a cancel). */
 	_Atomic int job_state;
+	/* epoll CLOSE that waits for other workers to forget its fd: one
+	 * count per worker asked, one for the owner's own hold; whoever
+	 * drops the last hands it to park_pool(park_ctx) (epoll_io.c). */
+	_Atomic unsigned park_holds;
+	void *park_ctx;
 };
 enum { URA__JOB_QUEUED = 1, URA__JOB_RUNNING, URA__JOB_CANCELLED };
 
@@ -75,6 +80,11 @@ typedef void ura__io_cb(void *ctx, struct ura__ioreq *r, int res, int more, int 
  * (lib/io/pool.c); the backend hands them over through this hook, and the
  * pool reports back through ura__poller_pool_done. */
 typedef void ura__pool_cb(void *ctx, struct ura__ioreq *r);
+/* The epoll backend's CLOSE of an fd other workers may wait on (their bit,
+ * worker id % 64, in `workers`): the hook asks each of them to forget the
+ * fd (ura__poller_forget, on their thread), adding one to r->park_holds
+ * per worker asked before it asks. */
+typedef void ura__forget_cb(void *ctx, uint64_t workers, struct ura__ioreq *r);
 
 struct ura__poller {
 	int kind;          /* URA__BACKEND_* */
@@ -89,7 +99,10 @@ struct ura__poller {
 	/* Actor I/O. */
 	ura__io_cb *on_io;
 	ura__pool_cb *to_pool;
+	ura__forget_cb *forget;
 	void *io_ctx;
+	unsigned id;               /* the owner's worker id: its bit is id % 64 */
+	uint8_t id_shared;         /* more than 64 workers: bits are shared */
 	unsigned io_inflight;      /* io_uring: ops (and timers) in the kernel */
 	unsigned io_limit;         /* most of them at once: CQ room */
 	unsigned io_sq_pending;    /* SQEs queued, not yet submitted */
@@ -124,6 +137,9 @@ static inline int ura__poller_io_active(const struct ura__poller *p)
 {
 	return p->io_inflight || p->io_sq_pending || p->backlog;
 }
+/* Owner: another worker's CLOSE r (epoll) asks us to forget its fd: our
+ * waiters on it end with -EBADF and epoll lets it go, then r may run. */
+void ura__poller_forget(struct ura__poller *p, struct ura__ioreq *r);
 /* Owner: a pool job the backend handed out has finished (res in r). */
 void ura__poller_pool_done(struct ura__poller *p, struct ura__ioreq *r, int res);
 /* Owner, at exit: cancels every operation in flight and waits (at most
