@@ -354,17 +354,35 @@ uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now)
 
 uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now)
 {
-	/* An inject into a node whose workers are all busy wakes nobody
-	 * elsewhere when some worker spins (it will look), and a spinner's
-	 * last look may have come just before: it then sleeps here, and the
-	 * actor would wait for the busy turn (tests/fiber under 2x1 waited
-	 * out its 5 s hog once). The seq_cst load pairs with wake_node's
-	 * fence before it reads nspinning, against our fence after
-	 * `sleeping` (Dekker). Peers' next slots are not looked at here:
-	 * doing so on one node made more actors with epoll I/O in flight
-	 * move between workers, which exposed the epoll fallback's close
-	 * racing another worker's use of the fd (see bench/README.md). */
+	/* A waker that fills a slot or queues on a busy node wakes nobody
+	 * when some worker spins (it will look), and a spinner's last look
+	 * may have come just before: it then sleeps here, and the actor
+	 * would wait for the busy turn (busy_wake's 50 ms outliers; 1 of 10
+	 * busy_handler rounds on one node; tests/fiber under 2x1 once waited
+	 * out its 5 s hog). For an inject the seq_cst loads pair with
+	 * wake_node's fence before it reads nspinning, against our fence
+	 * after `sleeping` (Dekker); a slot is filled with a release store
+	 * and no fence (a fence on every wake would tax the hot path), so
+	 * there this narrows the window rather than closing it: a watch
+	 * missed costs latency, never the actor, which its owner runs after
+	 * the turn. (Taken back once, in da0836b: more actors moved with
+	 * epoll I/O in flight and met the epoll close race, fixed since in
+	 * ring/epoll_io.c.) */
 	ura_system *sys = w->sys;
+	if (sys->nworkers < 2)
+		return 0;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[i];
+		if (v == w || !atomic_load_explicit(&v->next, memory_order_seq_cst) ||
+		    atomic_load_explicit(&v->idle, memory_order_seq_cst))
+			continue;
+		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+		w->watch_v = (int)v->id;
+		w->watch_turns = ura__ld(&v->st.turns);
+		w->watch_since = now;
+		w->watch_wait = grace;
+		return grace;
+	}
 	for (unsigned k = 1; k < sys->nnodes; k++) {
 		unsigned nd = (w->node + k) % sys->nnodes;
 		struct ura__node *n = &sys->nodes[nd];

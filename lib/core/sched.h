@@ -25,8 +25,9 @@ struct ura__actor *ura__find_stealable(struct ura__worker *w, uint64_t now);
  * peer's next slot it watches (see steal_next), or 0 for none. */
 uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now);
 /* Owner, watching nothing, after its seq_cst fence before sleeping: a
- * watch begun on another node's non-empty inject queue, and how long to
- * sleep before looking; 0: none to watch. */
+ * watch begun on a busy peer's filled next slot or on another node's
+ * non-empty inject queue, and how long to sleep before looking; 0: none
+ * to watch. */
 uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now);
 /* Owner: actors runnable on this worker. */
 int ura__has_local(struct ura__worker *w);

@@ -199,11 +199,11 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 		wait = due <= now ? 0 : (due - now < wait ? due - now : wait);
 	}
 	/* Watching a busy peer's next slot or a stuck node's inject queue
-	 * (core/sched.c): back to look at it in time. Such a queue that
-	 * filled since the spin's last look is watched from now. Counted so that
+	 * (core/sched.c): back to look at it in time. One that appeared
+	 * since the spin's last look is watched from now. Counted so that
 	 * the peer wakes no other watcher. relaxed: a heuristic count (see
 	 * ura__schedule). */
-	if (!watch && w->watch_v < 0 && w->iwatch_n < 0 && sys->nnodes > 1)
+	if (!watch && w->watch_v < 0 && w->iwatch_n < 0)
 		watch = ura__watch_begin(w, ura__now_ns());
 	if (watch) {
 		if (watch < wait)
