@@ -499,8 +499,46 @@ static void test_snapshot(void)
 	t_rc(ura_system_destroy(sys), 0, "destroy");
 }
 
+/* A body not started yet is work to do: an await right after spawns
+ * from outside waits for every body to start (and park). Before the start
+ * was counted (lifecycle.c), the await could return while the bodies sat
+ * in the inject queue with every worker idle: 0 of 64 had started. */
+static _Atomic int bodies_up;
+static void up_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	atomic_fetch_add(&bodies_up, 1);
+	ura_receive(cx, &pinging, URA_FOREVER);
+}
+static const ura_class up_class = { .name = "up", .body = up_body, .stack_size = 32 << 10 };
+
+static void test_start_counted(void)
+{
+	ura_system *sys = t_system(2);
+	int ok = 1;
+	for (int round = 0; round < 20 && ok; round++) {
+		ura_ref b[64];
+		atomic_store(&bodies_up, 0);
+		for (int i = 0; i < 64; i++)
+			t_must(ura_spawn(sys, &up_class, NULL, &b[i]));
+		if (await_guarded(sys) < 0)
+			t_diag("round %d: await timed out", round);
+		ok = atomic_load(&bodies_up) == 64;
+		if (!ok)
+			t_diag("round %d: %d of 64 bodies had started when await returned", round,
+			       atomic_load(&bodies_up));
+		for (int i = 0; i < 64; i++) /* each body ends on its ping */
+			t_must(ura_send(sys, b[i], A_PING, (int64_t)i));
+		if (await_guarded(sys) < 0)
+			ok = 0;
+	}
+	t_ok(ok, "await returns only once every spawned body started");
+	t_destroy(sys);
+}
+
 int main(void)
 {
+	test_start_counted();
 	test_selective();
 	test_requests();
 	test_steal();

@@ -459,6 +459,8 @@ void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
 	ura_system *sys = w->sys;
 	struct ura__fiber *f = a->x->fib;
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
+	if (f->status == F_NEW)
+		ura__inc(&w->st.received); /* the start spawn counted as sent */
 	ura__inc(&w->st.turns);
 	ura__inc(&w->st.fiber_switches);
 	alt_ensure();

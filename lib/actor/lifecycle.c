@@ -380,9 +380,18 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	a->became = 0;
 	if (a->state_kind == URA__A_ALIVE)
 		phase_of_child(sys, w, a);
-	/* A body starts as a first turn would: scheduled with the token. */
-	if (a->state_kind == URA__A_ALIVE && cls->body)
+	/* A body starts as a first turn would: scheduled with the token,
+	 * and counted as a message sent that its first turn takes
+	 * (ura__fiber_turn), so that the system is not quiescent while the
+	 * body waits to start: all workers may be idle then, the actor in
+	 * an inject queue (tests/fiber read where a body ran before it had). */
+	if (a->state_kind == URA__A_ALIVE && cls->body) {
+		if (w)
+			ura__inc(&w->st.sent);
+		else
+			ura__ext_count_other(sys); /* before the push, as a send's */
 		ura__schedule(sys, w, a);
+	}
 	else
 		release(sys, w, a);
 	if (out)
