@@ -778,11 +778,33 @@ static int hs_up(ura_ctx *cx, struct conn *c)
 }
 
 /* One handshake message (without its length); 0, or -1 after conn_lost. */
+/* The peer's answer to our challenge, against ours: 0, or -1 with the
+ * connection lost (a wrong cookie). */
+static int hs_digest_ok(ura_ctx *cx, struct conn *c, const uint8_t *got)
+{
+	unsigned char dg[16];
+	digest(c->d, c->my_challenge, dg);
+	if (!memcmp(dg, got, 16))
+		return 0;
+	conn_lost(cx, "wrong cookie (its digest does not match ours): refused");
+	return -1;
+}
+
+/* The flags of the peer's name or challenge message (at p + 1): 0, or -1
+ * with the connection lost when it lacks one this node needs. */
+static int hs_flags(ura_ctx *cx, struct conn *c, const uint8_t *p)
+{
+	c->peer_flags = (uint64_t)get32(p + 1) << 32 | get32(p + 5);
+	if ((c->peer_flags & NEED_FLAGS) == NEED_FLAGS)
+		return 0;
+	conn_lost(cx, "the peer lacks flags this node needs");
+	return -1;
+}
+
 static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 {
 	struct ura_dist *d = c->d;
 	uint8_t b[HS_MAX];
-	unsigned char dg[16];
 	switch (c->phase) {
 	case P_A_NAME: {
 		if (n >= 1 && p[0] == 'n') {
@@ -793,7 +815,6 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 			conn_lost(cx, "malformed name message");
 			return -1;
 		}
-		c->peer_flags = (uint64_t)get32(p + 1) << 32 | get32(p + 5);
 		c->peer_creation = get32(p + 9);
 		size_t nl = get16(p + 13);
 		if (nl + 15 > n || nl >= sizeof c->peer_name) {
@@ -802,10 +823,8 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 		}
 		memcpy(c->peer_name, p + 15, nl);
 		c->peer_name[nl] = 0;
-		if ((c->peer_flags & NEED_FLAGS) != NEED_FLAGS) {
-			conn_lost(cx, "the peer lacks flags this node needs");
+		if (hs_flags(cx, c, p) < 0)
 			return -1;
-		}
 		pthread_mutex_lock(&d->mu);
 		struct peer *pe = peer_find_locked(d, c->peer_name);
 		int busy = pe && (pe->up || pe->result == 1);
@@ -826,11 +845,8 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 			conn_lost(cx, "malformed challenge reply");
 			return -1;
 		}
-		digest(d, c->my_challenge, dg);
-		if (memcmp(dg, p + 5, 16)) {
-			conn_lost(cx, "wrong cookie (its digest does not match ours): refused");
+		if (hs_digest_ok(cx, c, p + 5) < 0)
 			return -1;
-		}
 		c->peer_challenge = get32(p + 1);
 		b[0] = 'a';
 		digest(d, c->peer_challenge, b + 1);
@@ -852,13 +868,10 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 			conn_lost(cx, "malformed challenge");
 			return -1;
 		}
-		c->peer_flags = (uint64_t)get32(p + 1) << 32 | get32(p + 5);
 		c->peer_challenge = get32(p + 9);
 		c->peer_creation = get32(p + 13);
-		if ((c->peer_flags & NEED_FLAGS) != NEED_FLAGS) {
-			conn_lost(cx, "the peer lacks flags this node needs");
+		if (hs_flags(cx, c, p) < 0)
 			return -1;
-		}
 		c->my_challenge = random32();
 		b[0] = 'r';
 		put32(b + 1, c->my_challenge);
@@ -872,11 +885,8 @@ static int hs_msg(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 			conn_lost(cx, "malformed acknowledgement");
 			return -1;
 		}
-		digest(d, c->my_challenge, dg);
-		if (memcmp(dg, p + 1, 16)) {
-			conn_lost(cx, "wrong cookie (its digest does not match ours): refused");
+		if (hs_digest_ok(cx, c, p + 1) < 0)
 			return -1;
-		}
 		return hs_up(cx, c) < 0 ? (conn_lost(cx, "out of memory"), -1) : 0;
 	}
 	conn_lost(cx, "handshake message after the handshake");
