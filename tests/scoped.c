@@ -153,6 +153,28 @@ static void test_epoll(ura_system *sys)
 	close(ep);
 	ura_scoped_free(s);
 	t_rc(ura_system_await_for(sys, 30 * URA_SEC), 0, "settles");
+
+	/* The fd asked for late: messages that came before make it
+	 * readable at once (the counter is kept only from the first
+	 * ura_scoped_fd on: scoped.c). */
+	t_must(ura_scoped_new(sys, &s));
+	ura_scoped_send(s, srv, A_ECHO, 1);
+	ura_scoped_send(s, srv, A_ECHO, 2);
+	t_rc(ura_system_await_for(sys, 30 * URA_SEC), 0, "two echoes queued, no fd yet");
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	t_must(epoll_ctl(ep, EPOLL_CTL_ADD, ura_scoped_fd(s), &ev));
+	t_eq(epoll_wait(ep, &out, 1, 0), 1, "asked for late, the fd is readable at once");
+	const ura_msg *m;
+	t_rc(ura_scoped_receive(s, 0, &m), 0, "the first echo");
+	t_eq(epoll_wait(ep, &out, 1, 0), 1, "... still readable with one left");
+	t_rc(ura_scoped_receive(s, 0, &m), 0, "the second echo");
+	t_eq(epoll_wait(ep, &out, 1, 0), 0, "drained: not readable");
+	ura_scoped_send(s, srv, A_ECHO, 3);
+	t_eq(epoll_wait(ep, &out, 1, 10000), 1, "a new echo makes it readable again");
+	t_rc(ura_scoped_receive(s, 0, &m), 0, "... and is there");
+	close(ep);
+	ura_scoped_free(s);
+	t_rc(ura_system_await_for(sys, 30 * URA_SEC), 0, "settles");
 }
 
 static void test_misuse(ura_system *sys)
