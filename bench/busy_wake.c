@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * busy_wake [R MS K]: a handler wakes K idle actors and then computes for
+ * busy_wake [R MS K [REMOTE]]: a handler wakes K idle actors and then computes for
  * MS milliseconds; how long until each woken actor starts? R rounds.
  * With two workers the second one idles, so the answer should be "about
  * as long as a steal takes", not MS: the scaling issue's "a busy handler
@@ -64,18 +64,26 @@ int main(int argc, char **argv)
 	int r = (int)b_arg(argc, argv, 1, 20);
 	double ms = (double)b_arg(argc, argv, 2, 50);
 	int k = (int)b_arg(argc, argv, 3, 1);
+	/* 1: the woken actors live on node 1, the waker on node 0 (with two
+	 * nodes: URA_TOPOLOGY=2x1): its wakes cross nodes. */
+	int remote = (int)b_arg(argc, argv, 4, 0);
 	if (k < 1 || k > MAX_K || r < 1)
-		b_fail("usage: busy_wake [ROUNDS MS K<=64]");
+		b_fail("usage: busy_wake [ROUNDS MS K<=64 [REMOTE 0|1]]");
 	g_delay = calloc((size_t)r * (size_t)k, sizeof *g_delay);
 	ura_system *sys = b_system();
 	waker w = { .k = k, .ms = ms };
 	/* The woken actors and the waker all start on worker 0: spawned
 	 * from outside, they go where ura puts them; the first round's
 	 * wakes are what is measured anyway (each round re-wakes them). */
+	int two = remote && ura_system_nodes(sys) > 1;
+	if (remote && !two)
+		fprintf(stderr, "busy_wake: one node: REMOTE ignored\n");
+	ura_spawn_opts kid_at = { .node = URA_NODE(1) };
+	ura_spawn_opts waker_at = { .node = URA_NODE(0) };
 	for (int i = 0; i < k; i++)
-		B_CHECK(ura_spawn(sys, &sleeper_class, NULL, &w.kids[i]));
+		B_CHECK(ura_spawn_ex(sys, &sleeper_class, NULL, two ? &kid_at : NULL, &w.kids[i]));
 	ura_ref a;
-	B_CHECK(ura_spawn(sys, &waker_class, &w, &a));
+	B_CHECK(ura_spawn_ex(sys, &waker_class, &w, two ? &waker_at : NULL, &a));
 	B_CHECK(ura_system_await(sys));
 	ura_stats s0, s1;
 	ura_system_stats(sys, &s0);

@@ -66,6 +66,11 @@ struct ura__node {
 	 * one of the node's workers at a time (`draining`). */
 	alignas(URA__CACHELINE) _Atomic(struct ura_msg *) inbox;
 	_Atomic int draining;
+	/* Workers of this node on their way to sleep or asleep: a sender
+	 * of another node flushes its outbox at once when all are
+	 * (core/outbox.c). Its own line: it moves only at sleep and wake,
+	 * and senders read it on every cross-node message. */
+	alignas(URA__CACHELINE) _Atomic unsigned nsleep;
 };
 
 /* A worker's outbox for one other node: newest message first. */

@@ -4,10 +4,15 @@
  * another node is not pushed into the actor's mailbox (a cache line on the
  * other node, one remote atomic per message); it goes into the worker's
  * outbox for that node. An outbox is handed over when it holds
- * numa_batch messages or at the end of the worker's scheduling pass,
- * whichever comes first, so no message waits longer than one pass: one CAS
- * onto the node's inbox and at most one wakeup per batch. A worker of that
- * node drains the inbox into the local mailboxes.
+ * numa_batch messages or at the end of the sender's turn, whichever comes
+ * first, so no message waits longer than one turn: one CAS onto the
+ * node's inbox and at most one wakeup per batch. A worker of that node
+ * drains the inbox into the local mailboxes. When every worker of the
+ * target node sleeps, a message is handed over at once instead: nobody
+ * there would look before the sender's turn ends, and a long handler's
+ * sends would wait for all of it while that node idles (busy_wake with
+ * the woken actors on the other node); a node asleep has the time to
+ * take batches of one.
  *
  * Order: an outbox is built newest-first, and the inbox is a stack of such
  * batches, so the whole inbox reads newest-first; the drainer reverses it
@@ -63,7 +68,11 @@ void ura__outbox_add(struct ura__worker *w, unsigned nd, struct ura__actor *a,
 		o->tail = m;
 		w->outbox_dirty++;
 	}
-	if (++o->count >= w->sys->outbox_batch)
+	ura_system *sys = w->sys;
+	struct ura__node *n = &sys->nodes[nd];
+	/* relaxed: a look (see the top); count is constant per node. */
+	if (++o->count >= sys->outbox_batch ||
+	    atomic_load_explicit(&n->nsleep, memory_order_relaxed) == n->count)
 		flush(w, nd);
 }
 

@@ -187,6 +187,10 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
+	/* relaxed: a heuristic for senders (core/outbox.c); a sender that
+	 * misses it batches as before, and the Dekker pairing above is what
+	 * keeps its flush from being lost. */
+	atomic_fetch_add_explicit(&sys->nodes[w->node].nsleep, 1, memory_order_relaxed);
 	/* seq_cst fence: pairs with the fence in core/sched.c's maybe_wake
 	 * (and with the seq_cst pushes of every source): see above. */
 	ura__fence_seq_cst();
@@ -229,6 +233,7 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	}
 	if (watch)
 		atomic_fetch_sub_explicit(&sys->nwatching, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&sys->nodes[w->node].nsleep, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
