@@ -70,12 +70,16 @@ static _Atomic uint64_t *fd_workers(int fd, int make)
 	return w ? &w[fd & ((1 << FDMAP_SHIFT) - 1)] : NULL;
 }
 
-/* Our worker starts (on) or stops waiting on fd. relaxed both: a reader is
- * a CLOSE that happens after our submit (through the actor's token, or the
- * caller's own ordering), so coherence shows it this value or a later
- * one; a closer that misses a bit cleared later asks us for nothing. With
- * more than 64 workers a bit is shared and is never cleared: extra asks
- * find nothing and cost a wake. */
+/* Our worker starts (on) or stops waiting on fd. The reader is a CLOSE
+ * that happens after our submit (through the actor's token, or the
+ * caller's own ordering), so coherence shows it our bit or a later value.
+ * Set: relaxed (a closer that sees it asks us, and our answer orders our
+ * epoll_ctl calls before its close(2): park_release). Cleared: release,
+ * after the EPOLL_CTL_DEL that let the fd go; pairs with the closer's
+ * acquire load, so a closer that sees the bit clear and asks nobody
+ * still closes after our DEL (TSan saw close(2) race that DEL when the
+ * clear was relaxed). With more than 64 workers a bit is shared and is
+ * never cleared: extra asks find nothing and cost a wake. */
 static void fd_mark(struct ura__poller *p, int fd, int on)
 {
 	_Atomic uint64_t *w = fd_workers(fd, 0);
@@ -85,7 +89,7 @@ static void fd_mark(struct ura__poller *p, int fd, int on)
 	if (on)
 		atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
 	else if (!p->id_shared)
-		atomic_fetch_and_explicit(w, ~bit, memory_order_relaxed);
+		atomic_fetch_and_explicit(w, ~bit, memory_order_release);
 }
 
 struct ep_fd {
@@ -223,20 +227,23 @@ static int rearm(struct ura__poller *p, int fd, struct ep_fd *f)
 	return 0;
 }
 
-/* Every waiter on fd ends with res, and epoll lets the fd go. */
+/* Every waiter on fd ends with res, and epoll lets the fd go first: a
+ * final completion may let its actor close the fd itself (a destroy
+ * callback's close(2)), which must come after our last epoll_ctl on it. */
 static void end_waiters(struct ura__poller *p, int fd, struct ep_fd *f, int res)
 {
+	struct ura__ioreq *done[2] = { f->head[0], f->head[1] };
+	f->head[0] = f->head[1] = f->tail[0] = f->tail[1] = NULL;
+	rearm(p, fd, f);
 	for (int d = 0; d < 2; d++)
-		while (f->head[d]) {
-			struct ura__ioreq *q = f->head[d];
-			f->head[d] = q->bk_next;
+		while (done[d]) {
+			struct ura__ioreq *q = done[d];
+			done[d] = q->bk_next;
 			p->io_inflight--;
 			if (q->op == URA_IO_CONNECT && q->saved_fl >= 0)
 				fcntl(fd, F_SETFL, q->saved_fl);
 			finish(p, q, res);
 		}
-	f->tail[0] = f->tail[1] = NULL;
-	rearm(p, fd, f);
 }
 
 /* Drops one hold on a parked CLOSE; the last one hands it to the pool of
@@ -368,8 +375,8 @@ int ura__epio_submit(struct ura__poller *p, struct ura__ioreq *r)
 		if (r->fd < e->cap && r->fd >= 0)
 			end_waiters(p, r->fd, &e->fds[r->fd], -EBADF);
 		_Atomic uint64_t *fw = fd_workers(r->fd, 0);
-		/* relaxed: see fd_mark. */
-		uint64_t others = fw ? atomic_load_explicit(fw, memory_order_relaxed) : 0;
+		/* acquire: pairs with the release clear in fd_mark. */
+		uint64_t others = fw ? atomic_load_explicit(fw, memory_order_acquire) : 0;
 		if (!p->id_shared)
 			others &= ~(1ull << (p->id & 63));
 		if (!others || !p->forget)
@@ -454,6 +461,10 @@ void ura__epio_ready(struct ura__poller *p, int fd, uint32_t events)
 	if (!e || fd >= e->cap)
 		return;
 	struct ep_fd *f = &e->fds[fd];
+	/* Final completions wait until epoll was told (rearm): one may let
+	 * its actor close the fd with close(2) (a destroy callback), and
+	 * that must not race our epoll_ctl on it (TSan saw it). */
+	struct ura__ioreq *done = NULL, **done_tail = &done;
 	for (int d = 0; d < 2; d++) {
 		uint32_t mask = d ? EPOLLOUT : EPOLLIN | EPOLLRDHUP;
 		if (!(events & (mask | EPOLLERR | EPOLLHUP)))
@@ -470,11 +481,19 @@ void ura__epio_ready(struct ura__poller *p, int fd, uint32_t events)
 			f->head[d] = r->bk_next;
 			if (!f->head[d])
 				f->tail[d] = NULL;
-			p->io_inflight--;
-			finish(p, r, res);
+			r->res = res;
+			r->bk_next = NULL;
+			*done_tail = r;
+			done_tail = &r->bk_next;
 		}
 	}
 	rearm(p, fd, f);
+	while (done) {
+		struct ura__ioreq *r = done;
+		done = r->bk_next;
+		p->io_inflight--;
+		finish(p, r, r->res);
+	}
 }
 
 int ura__epio_service(struct ura__poller *p, uint64_t now)
