@@ -66,17 +66,20 @@ struct ura__node {
 	 * one of the node's workers at a time (`draining`). */
 	alignas(URA__CACHELINE) _Atomic(struct ura_msg *) inbox;
 	_Atomic int draining;
-	/* Workers of this node on their way to sleep or asleep: a sender
-	 * of another node flushes its outbox at once when all are
-	 * (core/outbox.c). Its own line: it moves only at sleep and wake,
+	/* Workers of this node that are idle (spinning for work, or
+	 * asleep): a sender of another node hands its outbox over at once
+	 * while all of them are (core/outbox.c). Its own line: it moves only
+	 * when a worker goes idle or busy (and only with two nodes or more),
 	 * and senders read it on every cross-node message. */
-	alignas(URA__CACHELINE) _Atomic unsigned nsleep;
+	alignas(URA__CACHELINE) _Atomic unsigned nidle;
 };
 
 /* A worker's outbox for one other node: newest message first. */
 struct ura__outbox {
 	struct ura_msg *head, *tail;
 	unsigned count;
+	unsigned eager;        /* handed over at once in the turn ... */
+	uint64_t eager_turn;   /* ... numbered so (the worker's st.turns) */
 };
 
 /* Counters a worker bumps with plain stores (ura__inc) and anyone reads. */

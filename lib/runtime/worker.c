@@ -44,8 +44,33 @@
 #include "runtime/sources.h"
 #include "time/timers.h"
 
+/* The node's count of idle workers (core/core.h, ura__node.nidle), with
+ * two nodes or more. relaxed: a heuristic for other nodes' senders
+ * (core/outbox.c); one that misses a change batches as before, and the
+ * turn's end still hands its outbox over. */
+static inline void node_idle(struct ura__worker *w, int on)
+{
+	ura_system *sys = w->sys;
+	if (sys->nnodes < 2)
+		return;
+	if (on)
+		atomic_fetch_add_explicit(&sys->nodes[w->node].nidle, 1, memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&sys->nodes[w->node].nidle, 1, memory_order_relaxed);
+}
+
+/* Idle from now (from busy, or at the start). */
+static inline void set_idle(struct ura__worker *w)
+{
+	if (!atomic_load_explicit(&w->idle, memory_order_relaxed))
+		node_idle(w, 1);
+	/* seq_cst: see ura__quiescent. */
+	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+}
+
 static inline void set_busy(struct ura__worker *w)
 {
+	node_idle(w, 0);
 	/* seq_cst both: a quiescence checker that saw us idle must see the
 	 * epoch move (see ura__quiescent). */
 	atomic_fetch_add_explicit(&w->idle_epoch, 1, memory_order_seq_cst);
@@ -187,10 +212,6 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_relaxed);
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
-	/* relaxed: a heuristic for senders (core/outbox.c); a sender that
-	 * misses it batches as before, and the Dekker pairing above is what
-	 * keeps its flush from being lost. */
-	atomic_fetch_add_explicit(&sys->nodes[w->node].nsleep, 1, memory_order_relaxed);
 	/* seq_cst fence: pairs with the fence in core/sched.c's maybe_wake
 	 * (and with the seq_cst pushes of every source): see above. */
 	ura__fence_seq_cst();
@@ -233,7 +254,6 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	}
 	if (watch)
 		atomic_fetch_sub_explicit(&sys->nwatching, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&sys->nodes[w->node].nsleep, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->sleeping, 0, memory_order_seq_cst);
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
@@ -246,8 +266,8 @@ static struct ura__actor *find_work(struct ura__worker *w)
 	ura_system *sys = w->sys;
 	struct ura__actor *a;
 	/* Idle from here until we hold work again, whatever emptied our
-	 * queues (our own turns, or a thief). seq_cst: see ura__quiescent. */
-	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	 * queues (our own turns, or a thief). */
+	set_idle(w);
 	uint64_t spin = sys->spin_ns;
 	for (;;) {
 		atomic_fetch_add_explicit(&sys->nspinning, 1, memory_order_seq_cst);
@@ -353,7 +373,7 @@ static void *worker_main(void *arg)
 	}
 	/* Idle before "ready": ura_system_new must not return while a worker
 	 * that never ran still looks busy to the quiescence check. */
-	atomic_store_explicit(&w->idle, 1, memory_order_seq_cst);
+	set_idle(w);
 	/* relaxed: read only after the start's lock and joins order it. */
 	if (rc == 0)
 		atomic_fetch_add_explicit(&sys->in_loop, 1, memory_order_relaxed);
