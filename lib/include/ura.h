@@ -465,7 +465,9 @@ typedef struct ura_config {
 	 * (the default batches; URA_NUMA_BATCH=0 also turns it off). */
 	int no_numa_batching;
 	/* Messages an outbox holds before it is flushed early; 0: 32. Every
-	 * outbox is also flushed at the end of each scheduling pass. */
+	 * outbox is also flushed at the end of each turn, and a message to
+	 * a node whose workers are all idle goes at once, with the rest of
+	 * that turn's to the node (at most 16 a turn; core/outbox.c). */
 	unsigned numa_batch;
 	/* Trace every unmatched message through the log (also URA_TRACE=
 	 * unmatched). */
