@@ -505,6 +505,15 @@ static void cancel_local(struct ura__worker *w, int64_t id)
 	ura__poller_cancel(&w->poller, &op->rq);
 }
 
+/* w's inbox (cancels, forgets) has news: w looks at it in its next pass,
+ * or wakes for it. */
+static void inbox_tell(struct ura__worker *self, struct ura__worker *w)
+{
+	/* seq_cst: pairs with the owner's fence before it sleeps. */
+	atomic_store_explicit(&w->io->cancel_req, 1, memory_order_seq_cst);
+	ura__wake(self, w);
+}
+
 static void cancel_id(struct ura__worker *self, ura_system *sys, int64_t id)
 {
 	unsigned owner = (unsigned)((uint64_t)id >> 53);
@@ -516,28 +525,16 @@ static void cancel_id(struct ura__worker *self, ura_system *sys, int64_t id)
 		return;
 	}
 	pthread_mutex_lock(&w->io->cancel_lock);
-	if (w->io->ncancel == w->io->capcancel) {
-		unsigned cap = w->io->capcancel ? w->io->capcancel * 2 : 16;
-		uint64_t *n = ura__realloc(w->io->cancels, cap * sizeof *n);
-		if (!n) {
-			/* No room for the id: the owner sweeps instead and
-			 * cancels every operation of an actor that stopped,
-			 * so a stopping actor's destroy never waits forever.
-			 * (An ura_io_cancel of a live actor's operation is
-			 * lost then: the operation just runs to its end.) */
-			pthread_mutex_unlock(&w->io->cancel_lock);
-			atomic_store_explicit(&w->io->cancel_sweep, 1, memory_order_relaxed);
-			goto tell;
-		}
-		w->io->cancels = n;
-		w->io->capcancel = cap;
-	}
-	w->io->cancels[w->io->ncancel++] = (uint64_t)id;
+	int rc = ura__ids_push(&w->io->cancels, id);
 	pthread_mutex_unlock(&w->io->cancel_lock);
-tell:
-	/* seq_cst: pairs with the owner's fence before it sleeps. */
-	atomic_store_explicit(&w->io->cancel_req, 1, memory_order_seq_cst);
-	ura__wake(self, w);
+	if (rc < 0)
+		/* No room for the id: the owner sweeps instead and cancels
+		 * every operation of an actor that stopped, so a stopping
+		 * actor's destroy never waits forever. (An ura_io_cancel of
+		 * a live actor's operation is lost then: the operation just
+		 * runs to its end.) */
+		atomic_store_explicit(&w->io->cancel_sweep, 1, memory_order_relaxed);
+	inbox_tell(self, w);
 }
 
 /* ura__forget_cb: an epoll CLOSE on `self` asks the workers in `workers`
@@ -553,22 +550,15 @@ static void io_forget(void *ctx, uint64_t workers, struct ura__ioreq *r)
 		struct ura__io *io = w->io;
 		int asked = 0, nomem = 0;
 		pthread_mutex_lock(&io->cancel_lock);
-		if (!io->forget_closed && io->nforget == io->capforget) {
-			unsigned cap = io->capforget ? io->capforget * 2 : 8;
-			struct ura__ioreq **n = ura__realloc(io->forgets, cap * sizeof *n);
-			if (n) {
-				io->forgets = n;
-				io->capforget = cap;
+		if (!io->forget_closed) {
+			if (ura__ids_push(&io->forgets, (int64_t)(uintptr_t)r) == 0) {
+				/* relaxed: the worker sees r only once we let go
+				 * of the lock, which hands the hold over too. */
+				atomic_fetch_add_explicit(&r->park_holds, 1, memory_order_relaxed);
+				asked = 1;
 			} else {
 				nomem = 1;
 			}
-		}
-		if (!io->forget_closed && !nomem) {
-			/* relaxed: the hold is ours to take before the worker
-			 * can see r; the lock hands both over. */
-			atomic_fetch_add_explicit(&r->park_holds, 1, memory_order_relaxed);
-			io->forgets[io->nforget++] = r;
-			asked = 1;
 		}
 		pthread_mutex_unlock(&io->cancel_lock);
 		if (nomem)
@@ -577,33 +567,36 @@ static void io_forget(void *ctx, uint64_t workers, struct ura__ioreq *r)
 			 * (if any) are left to the actor's stop. */
 			ura__log(&sys->log, URA_LOG_ERROR, "close of fd %d: worker %u not told: %s",
 				 r->fd, i, ura_strerror(-ENOMEM));
-		if (!asked)
-			continue;
-		/* seq_cst: pairs with the owner's fence before it sleeps, as
-		 * for a cancel. */
-		atomic_store_explicit(&io->cancel_req, 1, memory_order_seq_cst);
-		ura__wake(self, w);
+		if (asked)
+			inbox_tell(self, w);
 	}
 }
 
-/* Owner: answers the forget requests queued for us, a batch at a time
- * (the answer may run a close; never under the lock). */
+/* Owner: takes up to 64 entries of one of its inbox lists (cancels,
+ * forgets), newest first, under cancel_lock: a bounded batch at a time,
+ * never an allocation, and never the work under the lock (a cancel or a
+ * forget may complete an operation). Returns how many. */
+static unsigned inbox_take(struct ura__io *io, struct ura__ids **lp, int64_t out[64])
+{
+	pthread_mutex_lock(&io->cancel_lock);
+	struct ura__ids *l = *lp; /* NULL until the first push */
+	unsigned k = !l ? 0 : l->n < 64 ? l->n : 64;
+	if (k) {
+		l->n -= k;
+		memcpy(out, l->v + l->n, k * sizeof *out);
+	}
+	pthread_mutex_unlock(&io->cancel_lock);
+	return k;
+}
+
+/* Owner: answers the forget requests queued for us. */
 static void forget_all(struct ura__worker *w)
 {
-	struct ura__io *io = w->io;
-	for (;;) {
-		struct ura__ioreq *rs[64];
-		pthread_mutex_lock(&io->cancel_lock);
-		unsigned k = io->nforget < 64 ? io->nforget : 64;
-		io->nforget -= k;
-		if (k)
-			memcpy(rs, io->forgets + io->nforget, k * sizeof *rs);
-		pthread_mutex_unlock(&io->cancel_lock);
-		if (!k)
-			return;
+	int64_t rs[64];
+	unsigned k;
+	while ((k = inbox_take(w->io, &w->io->forgets, rs)))
 		for (unsigned i = 0; i < k; i++)
-			ura__poller_forget(&w->poller, rs[i]);
-	}
+			ura__poller_forget(&w->poller, (struct ura__ioreq *)(uintptr_t)rs[i]);
 }
 
 URA_API int ura_io_cancel(ura_ctx *cx, ura_io id)
@@ -687,22 +680,14 @@ static int io_service(struct ura__worker *w, int poll)
 		 * just read (the store orders it for us). */
 		if (atomic_exchange_explicit(&io->cancel_sweep, 0, memory_order_relaxed))
 			cancel_stopped(w);
-		/* A bounded batch at a time, never an allocation: a cancel
-		 * must not be lost for want of memory (a stopping actor's
-		 * destroy waits for it). */
-		for (;;) {
-			uint64_t ids[64];
-			pthread_mutex_lock(&io->cancel_lock);
-			unsigned k = io->ncancel < 64 ? io->ncancel : 64;
-			io->ncancel -= k;
-			if (k) /* cancels is NULL until the first one */
-				memcpy(ids, io->cancels + io->ncancel, k * sizeof *ids);
-			pthread_mutex_unlock(&io->cancel_lock);
-			if (!k)
-				break;
+		/* Taken without an allocation: a cancel must not be lost
+		 * for want of memory (a stopping actor's destroy waits for
+		 * it). */
+		int64_t ids[64];
+		unsigned k;
+		while ((k = inbox_take(io, &io->cancels, ids)))
 			for (unsigned i = 0; i < k; i++)
-				cancel_local(w, (int64_t)ids[i]);
-		}
+				cancel_local(w, ids[i]);
 		forget_all(w);
 	}
 	if (poll && ura__poller_io_active(&w->poller)) {

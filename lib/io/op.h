@@ -53,13 +53,12 @@ struct ura__io {
 	_Atomic(struct ura__op *) done;
 	/* Cancels asked by other workers (ids), under cancel_lock. */
 	pthread_mutex_t cancel_lock;
-	uint64_t *cancels;
-	unsigned ncancel, capcancel;
+	struct ura__ids *cancels;
 	/* Epoll CLOSEs of other workers asking us to forget their fd
-	 * (ura__poller_forget), under cancel_lock too. forget_closed: we
-	 * exited and answer no more; an asker counts us as answered. */
-	struct ura__ioreq **forgets;
-	unsigned nforget, capforget;
+	 * (ura__poller_forget): their ura__ioreq addresses, under
+	 * cancel_lock too. forget_closed: we exited and answer no more; an
+	 * asker counts us as answered. */
+	struct ura__ids *forgets;
 	int forget_closed;
 	_Atomic int cancel_req;
 	_Atomic int cancel_sweep;   /* an id did not fit: sweep (io.c) */

@@ -57,7 +57,8 @@ struct ura__ioreq {
 	_Atomic int job_state;
 	/* epoll CLOSE that waits for other workers to forget its fd: one
 	 * count per worker asked, one for the owner's own hold; whoever
-	 * drops the last hands it to park_pool(park_ctx) (epoll_io.c). */
+	 * drops the last hands it to the pool as its owner's (park_ctx, the
+	 * owner's io_ctx: epoll_io.c's park_release). */
 	_Atomic unsigned park_holds;
 	void *park_ctx;
 };
