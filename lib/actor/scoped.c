@@ -71,6 +71,15 @@ static void sc_unref(struct ura_scoped *s)
 
 struct proxy { struct ura_scoped *s; };
 
+/* The queue went from empty to not (lock held): the eventfd's counter
+ * 0 -> 1, which cannot overflow. */
+static void efd_raise(struct ura_scoped *s)
+{
+	uint64_t one = 1;
+	ssize_t wr = write(s->efd, &one, sizeof one);
+	(void)wr;
+}
+
 static void proxy_msg(ura_ctx *cx, const ura_msg *m)
 {
 	struct ura_scoped *s = ((struct proxy *)ura_state(cx))->s;
@@ -102,11 +111,8 @@ static void proxy_msg(ura_ctx *cx, const ura_msg *m)
 	else
 		s->head = c;
 	s->tail = c;
-	if (was_empty && s->fd_used) {
-		uint64_t one = 1;
-		ssize_t wr = write(s->efd, &one, sizeof one);
-		(void)wr; /* cannot overflow: it goes 0 -> 1 only */
-	}
+	if (was_empty && s->fd_used)
+		efd_raise(s);
 	if (s->waiting)
 		pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -227,11 +233,8 @@ URA_API int ura_scoped_fd(ura_scoped *s)
 		/* From now on the counter follows the queue: start it at
 		 * what the queue holds (the counter is 0: never written). */
 		s->fd_used = 1;
-		if (s->head) {
-			uint64_t one = 1;
-			ssize_t wr = write(s->efd, &one, sizeof one);
-			(void)wr; /* 0 -> 1: cannot overflow */
-		}
+		if (s->head)
+			efd_raise(s);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return s->efd;

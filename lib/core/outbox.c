@@ -77,11 +77,11 @@ void ura__outbox_add(struct ura__worker *w, unsigned nd, struct ura__actor *a,
 		w->outbox_dirty++;
 	}
 	ura_system *sys = w->sys;
-	struct ura__node *n = &sys->nodes[nd];
 	if (++o->count >= sys->outbox_batch) {
 		flush(w, nd);
 		return;
 	}
+	struct ura__node *n = &sys->nodes[nd];
 	/* Sends outside a turn (a timer, an I/O completion) count as the
 	 * turn before them. */
 	uint64_t turn = ura__ld(&w->st.turns);
