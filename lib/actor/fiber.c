@@ -307,7 +307,7 @@ static void fiber_main(void *arg);
 int ura__fiber_new(ura_system *sys, struct ura__actor *a)
 {
 	struct ura__fibsys *fs = fibsys(sys);
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(ura__thread_worker(sys), a);
 	if (!fs || !x)
 		return -ENOMEM;
 	size_t ps = page_size();
@@ -518,7 +518,7 @@ static void retire(struct ura__fiber *f, struct ura_msg *r)
 	if (r == f->kept)
 		f->kept = NULL;
 	if (r->flags & URA__MF_STASH) {
-		if (ura__actor_stash_append(a, r) == 0)
+		if (ura__actor_stash_append(w, a, r) == 0)
 			return;
 		ura__request_orphan(w->sys, w, a, r, URA_NOMEM, (ura_value){ 0 });
 	}
