@@ -473,6 +473,8 @@ void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
 	switch_in(f);
 	cur_fiber = NULL;
 	ura__phase_recv(&w->ph, a->snap_ph, f->same);
+	if (ura__unlikely(ura__sig_dem_pending(a)) && f->status != F_DONE)
+		ura__sig_dem_flush(sys, w, a, ura__self_ref(a)); /* F_DONE: the stop's */
 	if (w->outbox_dirty)
 		ura__outbox_flush_all(w);
 	if (f->status == F_DONE) {

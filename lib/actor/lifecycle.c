@@ -354,9 +354,11 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 			release(sys, w, a);
 			return rc;
 		}
-		/* What init sent across nodes goes now: the child may run on
-		 * another worker before this turn ends, and its own messages
-		 * must not overtake these. */
+		/* Init's demonitors, and what it sent across nodes, go now:
+		 * the child may run on another worker before this turn ends,
+		 * and its own messages must not overtake these. */
+		if (w && ura__unlikely(ura__sig_dem_pending(a)) && !a->stopping)
+			ura__sig_dem_flush(sys, w, a, ref);
 		if (w && w->outbox_dirty)
 			ura__outbox_flush_all(w);
 	} else if (arg && state) {

@@ -319,6 +319,10 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		ura__mx_turn(sys, a, cs, ura__ld(&w->st.received) - recv0,
 			     handled, ura__ld(&w->st.unmatched) - unm0,
 			     ura__ld(&w->st.dead_letters) - dead0, timed_ns);
+	/* The turn's demonitors (actor/signal.c 3.), into this turn's
+	 * batches. */
+	if (ura__unlikely(ura__sig_dem_pending(a)))
+		ura__sig_dem_flush(sys, w, a, ura__self_ref(a));
 	/* Hand this turn's cross-node batches over before the actor can run
 	 * anywhere else: a thief must not overtake them. */
 	if (w->outbox_dirty)
