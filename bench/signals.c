@@ -9,7 +9,9 @@
  *   pairs   spawn + link + exit of N linked pairs (a links b and exits
  *           with a reason in its init; b stops on the exit signal) against
  *           spawn + stop of N unlinked pairs (a stops in its init; b is
- *           told to stop): pairs per second each, and the ratio.
+ *           told to stop): pairs per second each, and the ratio; and the
+ *           same with Erlang's spawn_link (b's init spawns a with .link,
+ *           a exits in its init), one message a pair like the unlinked.
  * Usage: signals [mon_n] [down_rounds] [pairs]
  */
 #include <errno.h>
@@ -94,10 +96,27 @@ static int a0_init(ura_ctx *cx, void *st, const void *arg)
 	ura_stop(cx);
 	return 0;
 }
+static int a2_init(ura_ctx *cx, void *st, const void *arg)
+{
+	(void)st;
+	(void)arg;
+	return ura_exit(cx, A_CRASH, URA_NOVALUE);
+}
 URA_BEHAVIOR(none_beh, URA_ON(A_STOP, "", t_stop));
 static const ura_class a_class = { .name = "a", .initial = &none_beh, .init = a_init };
 static const ura_class a0_class = { .name = "a0", .initial = &none_beh, .init = a0_init };
+static const ura_class a2_class = { .name = "a2", .initial = &none_beh, .init = a2_init };
 static const ura_class b_class = { .name = "b", .initial = &none_beh };
+/* Erlang's spawn_link: b's init spawns a linked to it (.link: no LINK
+ * message, the link is in both tables before a runs); a exits. */
+static int b2_init(ura_ctx *cx, void *st, const void *arg)
+{
+	(void)st;
+	(void)arg;
+	return ura_spawn_ex(cx, &a2_class, NULL, &(ura_spawn_opts){ .link = 1 }, NULL) < 0
+		       ? -ENOMEM : 0;
+}
+static const ura_class b2_class = { .name = "b2", .initial = &none_beh, .init = b2_init };
 
 static long g_left;
 static void d_go(ura_ctx *cx, const ura_msg *m)
@@ -105,6 +124,10 @@ static void d_go(ura_ctx *cx, const ura_msg *m)
 	int linked = (int)ura_arg_i64(m, 0);
 	for (int i = 0; i < 1000 && g_left > 0; i++, g_left--) {
 		ura_ref b;
+		if (linked == 2) {
+			B_CHECK(ura_spawn(cx, &b2_class, NULL, NULL));
+			continue;
+		}
 		B_CHECK(ura_spawn(cx, &b_class, NULL, &b));
 		if (linked) {
 			B_CHECK(ura_spawn(cx, &a_class, &b, NULL));
@@ -180,9 +203,13 @@ int main(int argc, char **argv)
 		       g_lat[nl - 1] / 1e3, nl);
 
 	double r0 = pairs_rate(sys, 0, pairs), r1 = pairs_rate(sys, 1, pairs);
+	double r2 = pairs_rate(sys, 2, pairs);
 	double r0b = pairs_rate(sys, 0, pairs), r1b = pairs_rate(sys, 1, pairs);
+	double r2b = pairs_rate(sys, 2, pairs);
 	printf("pairs: spawn+stop %.0f/s %.0f/s, spawn+link+exit %.0f/s %.0f/s, ratio %.2f %.2f "
 	       "(n=%ld)\n", r0, r0b, r1, r1b, r1 / r0, r1b / r0b, pairs);
+	printf("pairs: spawn_link+exit %.0f/s %.0f/s, ratio %.2f %.2f (n=%ld)\n", r2, r2b,
+	       r2 / r0, r2b / r0b, pairs);
 	B_CHECK(ura_system_destroy(sys));
 	return 0;
 }

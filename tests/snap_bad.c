@@ -68,14 +68,61 @@ static void on_become(ura_ctx *cx, const ura_msg *m) { (void)m; ura_become(cx, &
 #define A_WATCH URA_ATOM("watch")
 static void on_link(ura_ctx *cx, const ura_msg *m) { ura_link(cx, ura_arg_ref(m, 0)); }
 static void on_watch(ura_ctx *cx, const ura_msg *m) { ura_monitor(cx, ura_arg_ref(m, 0)); }
+/* 20 monitors of a and b (runs of 1-9 on one target), then all of them
+ * demonitored in reverse: the targets learn of it from DEMONITORs that
+ * wait until the target changes, 7 are waiting, or the turn or init ends
+ * (actor/signal.c 3.). One that never went would leave a watcher on a or
+ * b, and the snapshot would refuse it. */
+#define A_CHURN URA_ATOM("churn")
+static _Atomic int churn_bad;
+static void churn(ura_ctx *cx, ura_ref a, ura_ref b)
+{
+	static const int run[] = { 1, 9, 2, 8 }; /* 20 in all */
+	ura_mon mon[20];
+	int k = 0;
+	for (int r = 0; r < 4; r++)
+		for (int i = 0; i < run[r]; i++)
+			if ((mon[k++] = ura_monitor(cx, r & 1 ? b : a)) <= 0)
+				atomic_fetch_add(&churn_bad, 1);
+	while (k > 0)
+		if (ura_demonitor(cx, mon[--k]) != 0)
+			atomic_fetch_add(&churn_bad, 1);
+}
+static void on_churn(ura_ctx *cx, const ura_msg *m)
+{
+	churn(cx, ura_arg_ref(m, 0), ura_arg_ref(m, 1));
+}
 URA_BEHAVIOR(cell_beh, URA_ON(A_SLEEP, "i", on_sleep), URA_ON(A_PTR, "p", on_nop),
 	     URA_ON(A_LINK, "r", on_link), URA_ON(A_WATCH, "r", on_watch),
+	     URA_ON(A_CHURN, "rr", on_churn),
 	     URA_ON(A_LATER, "iri", on_later),
 	     URA_ON(A_BECOME, "", on_become), URA_ON(A_NOP, "", on_nop));
 
 static const ura_class cell_class = { .name = "cell", .state_size = sizeof(cell), .initial = &cell_beh };
 static const ura_class stranger_class = { .name = "stranger", .state_size = sizeof(cell), .initial = &cell_beh };
 static const ura_snap_class cell_snap = { .cls = &cell_class }; /* the state's bytes */
+/* The same churn in init (a spawn from a handler: the flush at init's end). */
+static int churner_init(ura_ctx *cx, void *st, const void *arg)
+{
+	(void)st;
+	const ura_ref *ab = arg;
+	churn(cx, ab[0], ab[1]);
+	return 0;
+}
+static const ura_class churner_class = { .name = "churner", .state_size = sizeof(cell),
+					 .initial = &cell_beh, .init = churner_init };
+static const ura_snap_class churner_snap = { .cls = &churner_class };
+#define A_SPAWN_CHURN URA_ATOM("spchurn")
+static void on_spawn_churn(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref ab[2] = { ura_arg_ref(m, 0), ura_arg_ref(m, 1) };
+	if (ura_spawn(cx, &churner_class, ab, NULL) < 0)
+		atomic_fetch_add(&churn_bad, 1);
+}
+URA_BEHAVIOR(spawner_beh, URA_ON(A_SPAWN_CHURN, "rr", on_spawn_churn));
+static const ura_class spawner_class = { .name = "spawner", .state_size = sizeof(cell),
+					 .initial = &spawner_beh };
+static const ura_snap_class spawner_snap = { .cls = &spawner_class };
 
 /* fragile: its load fails for the actor with v == 2. */
 static _Atomic int fragile_destroyed;
@@ -372,6 +419,40 @@ int main(void)
 		t_ok(strstr(s.error, "1 link(s)") && strstr(s.error, "1 monitor(s)") &&
 		     strstr(s.error, "1 watcher(s)"), "the error names the links and monitors");
 		t_ok(strstr(s.error, "do not save links"), "and says they are not saved");
+		t_must(await_guarded(sys));
+		t_destroy(sys);
+	}
+
+	/* Demonitors leave nothing behind on their targets, from a handler
+	 * and from an init, on the same worker and the other one. */
+	{
+		char p4[300];
+		snprintf(p4, sizeof p4, "%s/churned.snap", dir);
+		sys = sys_new(0);
+		t_must(ura_snap_register(sys, &cell_snap));
+		t_must(ura_snap_register(sys, &churner_snap));
+		t_must(ura_snap_register(sys, &spawner_snap));
+		ura_ref a, b, w, sp;
+		t_must(ura_spawn_ex(sys, &cell_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(0) }, &a));
+		t_must(ura_spawn_ex(sys, &cell_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(1) }, &b));
+		t_must(ura_spawn_ex(sys, &cell_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(0) }, &w));
+		t_must(ura_spawn_ex(sys, &spawner_class, NULL,
+				    &(ura_spawn_opts){ .worker = URA_WORKER(1) }, &sp));
+		for (int i = 0; i < 3; i++) {
+			t_must(ura_send(sys, w, A_CHURN, a, b));
+			t_must(ura_send(sys, sp, A_SPAWN_CHURN, a, b));
+		}
+		t_must(await_guarded(sys));
+		t_eq(atomic_load(&churn_bad), 0, "120 monitors made and demonitored");
+		t_must(t_snap_start(sys, p4, &s, 0));
+		int rc = t_snap_wait(&s);
+		if (rc)
+			diag_lines(s.error);
+		t_rc(rc, 0, "then no target keeps a watcher: the snapshot saves them all");
+		t_eq(s.info.actors, 7, "7 actors saved");
 		t_must(await_guarded(sys));
 		t_destroy(sys);
 	}

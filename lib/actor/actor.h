@@ -72,7 +72,7 @@ void ura__actor_turn(struct ura__worker *w, struct ura__actor *a);
 void ura__rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 /* Appends m to a's stash (oldest first); 0 or -ENOMEM (no side record).
  * Token holder. */
-int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m);
+int ura__actor_stash_append(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m);
 
 /* behavior.c: 0 when b passes ura_behavior_check (remembered, so a
  * behavior is checked once), else -EINVAL. */

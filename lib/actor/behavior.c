@@ -159,7 +159,7 @@ URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
 	if (cx->a->x && cx->a->x->fib)
 		return -EINVAL;
 	if (bound.type || cx->a->x) {
-		struct ura__actor_x *x = ura__actor_x(cx->a);
+		struct ura__actor_x *x = ura__actor_x(cx->w, cx->a);
 		if (!x)
 			return -ENOMEM;
 		x->bound = bound;

@@ -307,7 +307,7 @@ static void fiber_main(void *arg);
 int ura__fiber_new(ura_system *sys, struct ura__actor *a)
 {
 	struct ura__fibsys *fs = fibsys(sys);
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(ura__thread_worker(sys), a);
 	if (!fs || !x)
 		return -ENOMEM;
 	size_t ps = page_size();
@@ -473,6 +473,8 @@ void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
 	switch_in(f);
 	cur_fiber = NULL;
 	ura__phase_recv(&w->ph, a->snap_ph, f->same);
+	if (ura__unlikely(ura__sig_dem_pending(a)) && f->status != F_DONE)
+		ura__sig_dem_flush(sys, w, a, ura__self_ref(a)); /* F_DONE: the stop's */
 	if (w->outbox_dirty)
 		ura__outbox_flush_all(w);
 	if (f->status == F_DONE) {
@@ -518,7 +520,7 @@ static void retire(struct ura__fiber *f, struct ura_msg *r)
 	if (r == f->kept)
 		f->kept = NULL;
 	if (r->flags & URA__MF_STASH) {
-		if (ura__actor_stash_append(a, r) == 0)
+		if (ura__actor_stash_append(w, a, r) == 0)
 			return;
 		ura__request_orphan(w->sys, w, a, r, URA_NOMEM, (ura_value){ 0 });
 	}

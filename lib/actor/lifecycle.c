@@ -59,7 +59,7 @@ void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int
 	 * that arrive late (actor/signal.c). */
 	ura__sig_bury(w, a);
 	ura__fiber_free(sys, a);
-	ura__actor_x_free(a);
+	ura__actor_x_free(sys, w, a);
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
 	 * so it is not counted as stopped either. */
@@ -147,7 +147,7 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	ura__tomb_free(a);
 	if (a->x) {
 		ura__sig_free(w, a);
-		ura__actor_x_free(a);
+		ura__actor_x_free(sys, w, a);
 	}
 	/* The mailbox's bound (core/bound.h): its bit goes with the node. */
 	int hb = ura__bp_setup(sys, a, mbo);
@@ -354,9 +354,11 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 			release(sys, w, a);
 			return rc;
 		}
-		/* What init sent across nodes goes now: the child may run on
-		 * another worker before this turn ends, and its own messages
-		 * must not overtake these. */
+		/* Init's demonitors, and what it sent across nodes, go now:
+		 * the child may run on another worker before this turn ends,
+		 * and its own messages must not overtake these. */
+		if (w && ura__unlikely(ura__sig_dem_pending(a)) && !a->stopping)
+			ura__sig_dem_flush(sys, w, a, ref);
 		if (w && w->outbox_dirty)
 			ura__outbox_flush_all(w);
 	} else if (arg && state) {
@@ -483,7 +485,7 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 		}
 		/* Pending timers themselves are freed (and counted) with the
 		 * workers' timer tables. */
-		ura__actor_x_free(a);
+		ura__actor_x_free(sys, NULL, a);
 	}
 	return lost;
 }

@@ -298,7 +298,7 @@ URA_API int ura_requestv_ex(ura_ctx *cx, ura_ref to, ura_handler *cont,
 		if (!promise_find(cx, opts->chain, &s))
 			return -ENOENT; /* not a promise this actor holds */
 	}
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(cx->w, a);
 	size_t size = offsetof(struct ura__pending, payload) + opts->payload_len;
 	struct ura__pending *p = x ? ura__pool_get(ura__pool_of(cx->w), size) : NULL;
 	if (!p)

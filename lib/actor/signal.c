@@ -36,7 +36,14 @@
  *    the stash by the demonitor itself. The DEMONITOR message only spares
  *    T the entry (T may still send a DOWN, which W drops). Monitor ids
  *    count up per watcher incarnation and are never reused, so an old DOWN
- *    never matches a newer monitor.
+ *    never matches a newer monitor. Since nothing waits for a DEMONITOR,
+ *    it may go late: a turn's demonitors of one target travel in one
+ *    message, sent when the target changes, when 7 are waiting, and at
+ *    the latest where the turn, the spawn's init or the stop ends
+ *    (ura__sig_dem_flush), so a snapshot, which captures between turns,
+ *    never sees one waiting. Half the messages of a monitor + demonitor
+ *    pair go (bench/signals). A DEMONITOR that arrives after T stopped is
+ *    a dead letter, and needs no answer.
  *
  * 4. Links are two-sided and both sides may link, unlink and die at once,
  *    so they follow Erlang's link protocol with unlink ids: an entry is
@@ -176,6 +183,15 @@ int ura__sig_add(struct ura__sig *s, uint32_t type, uint64_t k1, uint64_t k2, ui
 	return 0;
 }
 
+/* Only an entry's type tells a free slot (find, add and the stop's walk
+ * read nothing else of it), so emptying the inline table is four stores,
+ * not a memset of its 128 bytes. */
+static inline void inl_reset(struct ura__sig *s)
+{
+	for (unsigned i = 0; i < URA__SIG_INLINE; i++)
+		s->inl[i].type = URA__S_FREE;
+}
+
 void ura__sig_del(struct ura__sig *s, struct ura__sent *e)
 {
 	e->type = URA__S_TOMB;
@@ -185,7 +201,7 @@ void ura__sig_del(struct ura__sig *s, struct ura__sent *e)
 			free(s->tab);
 		s->tab = s->inl;
 		s->cap = URA__SIG_INLINE;
-		memset(s->inl, 0, sizeof s->inl);
+		inl_reset(s);
 		s->used = 0;
 	}
 }
@@ -197,14 +213,14 @@ static void table_clear(struct ura__sig *s)
 	s->tab = s->inl;
 	s->cap = URA__SIG_INLINE;
 	s->n = s->used = 0;
-	memset(s->inl, 0, sizeof s->inl);
+	inl_reset(s);
 }
 
 /* ---- the record -------------------------------------------------------- */
 
 struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 {
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(w, a);
 	if (!x)
 		return NULL;
 	if (ura__likely(x->sig != NULL))
@@ -212,9 +228,16 @@ struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 	struct ura__sig *s = ura__pool_get(ura__pool_of(w), sizeof *s);
 	if (!s)
 		return NULL;
-	memset(s, 0, sizeof *s);
+	/* Field by field: most of the record is the inline table, whose
+	 * free slots need only their type (inl_reset). */
 	s->tab = s->inl;
 	s->cap = URA__SIG_INLINE;
+	s->n = s->used = 0;
+	s->trap = s->has_reason = s->dem_n = 0;
+	s->next_mon = s->next_unlink = 0;
+	s->reason = 0;
+	memset(&s->value, 0, sizeof s->value);
+	inl_reset(s);
 	x->sig = s;
 	return s;
 }
@@ -390,10 +413,25 @@ static int send_id(ura_system *sys, struct ura__worker *w, unsigned home, ura_re
 
 /* ---- the stop ------------------------------------------------------------ */
 
+void ura__sig_dem_flush(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+			ura_ref self)
+{
+	struct ura__sig *s = a->x->sig;
+	ura_value v[URA__DEM_MAX];
+	for (unsigned i = 0; i < s->dem_n; i++)
+		v[i] = ura_v_i64((int64_t)s->dem_ids[i]);
+	/* -ESRCH: the target is gone, and with it the entries (3.). */
+	ura__sig_send(sys, w, ura__home(a), self, s->dem_to, TAG_DEMONITOR, v, s->dem_n,
+		      URA__MK_DEMONITOR, 0);
+	s->dem_n = 0;
+}
+
 void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		   ura_ref self, ura_atom reason, ura_value value)
 {
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (s && s->dem_n)
+		ura__sig_dem_flush(sys, w, a, self);
 	if (!s || !s->n)
 		return;
 	unsigned home = ura__home(a);
@@ -511,9 +549,11 @@ int ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
 			/* Cannot keep it: fire now rather than never. */
 			send_down(sys, w, ura__home(a), self, from, id, URA_NOMEM, (ura_value){ 0 });
 		return 0;
-	case URA__MK_DEMONITOR:
-		if (s && (e = ura__sig_find(s, URA__S_WATCH, from.id, id)))
-			ura__sig_del(s, e);
+	case URA__MK_DEMONITOR: /* one or more ids (3.) */
+		for (unsigned i = 0; s && i < m->n; i++)
+			if (m->vals[i].type == URA_T_I64 &&
+			    (e = ura__sig_find(s, URA__S_WATCH, from.id, (uint64_t)m->vals[i].u.i64)))
+				ura__sig_del(s, e);
 		return 0;
 	case URA__MK_LINK:
 		s = ura__sig_of(w, a);
@@ -663,10 +703,19 @@ URA_API int ura_demonitor(ura_ctx *cx, ura_mon mon)
 	if (e) {
 		ura_ref target = { e->v };
 		ura__sig_del(s, e);
-		/* Spares the target its entry; if it is gone, or stops before
-		 * it sees this, its DOWN finds no monitor here (3.). */
-		send_id(cx->sys, cx->w, ura__home(a), ura__self_ref(a), target, TAG_DEMONITOR,
-			URA__MK_DEMONITOR, (uint64_t)mon);
+		/* Spares the target its entry, later in the turn (3.); if it
+		 * is gone, or stops before it sees this, its DOWN finds no
+		 * monitor here. Off the workers (an init run by a thread that
+		 * is not one) no turn ends to send it: now. */
+		if (!cx->w) {
+			send_id(cx->sys, NULL, ura__home(a), ura__self_ref(a), target, TAG_DEMONITOR,
+				URA__MK_DEMONITOR, (uint64_t)mon);
+			return 0;
+		}
+		if (s->dem_n && (s->dem_to.id != target.id || s->dem_n == URA__DEM_MAX))
+			ura__sig_dem_flush(cx->sys, cx->w, a, ura__self_ref(a));
+		s->dem_to = target;
+		s->dem_ids[s->dem_n++] = (uint64_t)mon;
 		return 0;
 	}
 	if (mon > 0 && stash_drop_down(cx->w, a, (uint64_t)mon))

@@ -27,6 +27,7 @@ struct ura__sent {
 };
 
 #define URA__SIG_INLINE 4
+#define URA__DEM_MAX 7
 
 /* x->sig: made on first use (a monitor, a link, trap_exit, a promise, an
  * exit reason other than normal), freed when the actor stops; token
@@ -38,12 +39,19 @@ struct ura__sig {
 	uint32_t cap, n, used;  /* slots, live entries, live + deleted */
 	uint8_t trap;           /* ura_trap_exit */
 	uint8_t has_reason;     /* reason/value set (ura_exit, an exit signal) */
+	uint8_t dem_n;          /* demonitors not yet told to dem_to */
 	uint64_t next_mon;      /* monitor ids: 1, 2, ... per incarnation */
 	uint64_t next_unlink;   /* unlink ids */
 	ura_atom reason;        /* the exit reason, when has_reason */
 	ura_value value;        /* its value; strings and bytes: a heap copy */
 	struct ura__sent inl[URA__SIG_INLINE];
+	/* Demonitors of one target, told in one DEMONITOR at the end of the
+	 * turn (or when the target changes or this is full): see 3. in
+	 * signal.c. Fills the record's pool block (256 bytes). */
+	ura_ref dem_to;
+	uint64_t dem_ids[URA__DEM_MAX];
 };
+_Static_assert(sizeof(struct ura__sig) <= 256, "a signal record is one 256-byte pool block");
 
 /* The exit reason of a stopped incarnation, kept in its slot's `inl`
  * (free once the state is gone) until the slot is reused: a request, a
@@ -82,6 +90,15 @@ void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 /* The burial: the exit reason into the slot's tombstone (if it is not a
  * plain normal), and the record freed. */
 void ura__sig_bury(struct ura__worker *w, struct ura__actor *a);
+/* Sends the DEMONITOR the actor's demonitors of this turn wait for (from
+ * `self`), if any. Token; on a worker. The end of a turn, of a spawn's
+ * init, a stop. */
+void ura__sig_dem_flush(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+			ura_ref self);
+static inline int ura__sig_dem_pending(const struct ura__actor *a)
+{
+	return a->x && a->x->sig && a->x->sig->dem_n;
+}
 /* Frees a slot's tombstone (its reuse, destroy). */
 void ura__tomb_free(struct ura__actor *a);
 

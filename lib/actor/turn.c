@@ -52,9 +52,9 @@ static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
 }
 
 /* Returns 0, or -ENOMEM (no side record): then the caller drops m. */
-int ura__actor_stash_append(struct ura__actor *a, struct ura_msg *m)
+int ura__actor_stash_append(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m)
 {
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(w, a);
 	if (!x)
 		return -ENOMEM;
 	atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
@@ -72,7 +72,7 @@ static inline void retire(struct ura__worker *w, struct ura__actor *a, struct ur
 	if (r == (struct ura_msg *)&a->stub)
 		return;
 	if (ura__unlikely(r->flags & URA__MF_STASH) && a->state_kind == URA__A_ALIVE) {
-		if (ura__actor_stash_append(a, r) == 0)
+		if (ura__actor_stash_append(w, a, r) == 0)
 			return;
 		/* No side record for the stash: a request is told so. */
 		ura__request_orphan(w->sys, w, a, r, URA_NOMEM, (ura_value){ 0 });
@@ -163,7 +163,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 			m->flags &= (uint8_t)~URA__MF_STASH;
 			deliver(cx, m);
 			if (m->flags & URA__MF_STASH)
-				ura__actor_stash_append(a, m);
+				ura__actor_stash_append(cx->w, a, m);
 			else
 				ura__msg_free(&cx->w->pool, m);
 			if (a->became && list) {
@@ -173,7 +173,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 				while (list) {
 					struct ura_msg *k = list;
 					list = atomic_load_explicit(&k->next, memory_order_relaxed);
-					ura__actor_stash_append(a, k);
+					ura__actor_stash_append(cx->w, a, k);
 				}
 			}
 		}
@@ -319,6 +319,10 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		ura__mx_turn(sys, a, cs, ura__ld(&w->st.received) - recv0,
 			     handled, ura__ld(&w->st.unmatched) - unm0,
 			     ura__ld(&w->st.dead_letters) - dead0, timed_ns);
+	/* The turn's demonitors (actor/signal.c 3.), into this turn's
+	 * batches. */
+	if (ura__unlikely(ura__sig_dem_pending(a)))
+		ura__sig_dem_flush(sys, w, a, ura__self_ref(a));
 	/* Hand this turn's cross-node batches over before the actor can run
 	 * anywhere else: a thief must not overtake them. */
 	if (w->outbox_dirty)
@@ -352,7 +356,7 @@ void ura__rt_rearm(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 	const ura_behavior *b = a->beh;
 	if (!b || !b->timeout_ns || !b->on_timeout || a->stopping)
 		return;
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(w, a);
 	if (!x) {
 		ura__log(&sys->log, URA_LOG_ERROR, "actor %s: receive timeout not armed: %s",
 			 a->cls->name, ura_strerror(-ENOMEM));

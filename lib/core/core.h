@@ -407,8 +407,8 @@ static inline struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
 /* Out of line: the rare paths of the inline calls below. */
 struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w);
 void ura__slot_free_ext(ura_system *sys, struct ura__actor *a);
-struct ura__actor_x *ura__actor_x_new(struct ura__actor *a);
-void ura__actor_x_drop(struct ura__actor *a);
+struct ura__actor_x *ura__actor_x_new(struct ura__worker *w, struct ura__actor *a);
+void ura__actor_x_drop(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 
 /* A slot whose token the caller then holds, or NULL (-ENOMEM); w: the
  * calling worker (its free list), NULL off the workers. Inline: a spawn's
@@ -439,16 +439,18 @@ static inline void ura__slot_free(ura_system *sys, struct ura__worker *w, struct
 }
 /* The live actor r names, or NULL (stopped, stale, never). Any thread. */
 struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r);
-/* The side record, made on first use; NULL without memory. Token holder. */
-static inline struct ura__actor_x *ura__actor_x(struct ura__actor *a)
+/* The side record, made on first use; NULL without memory. Token holder;
+ * w: the worker it runs on (its pool), NULL off the workers (malloc). */
+static inline struct ura__actor_x *ura__actor_x(struct ura__worker *w, struct ura__actor *a)
 {
-	return a->x ? a->x : ura__actor_x_new(a);
+	return a->x ? a->x : ura__actor_x_new(w, a);
 }
-/* Frees the side record and the lists of every layer in it. */
-static inline void ura__actor_x_free(struct ura__actor *a)
+/* Frees the side record and the lists of every layer in it; w as above. */
+static inline void ura__actor_x_free(ura_system *sys, struct ura__worker *w,
+				     struct ura__actor *a)
 {
 	if (a->x)
-		ura__actor_x_drop(a);
+		ura__actor_x_drop(sys, w, a);
 }
 /* System life: the table (and, at destroy, its chunks). */
 int ura__slots_init(ura_system *sys);

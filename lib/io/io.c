@@ -368,7 +368,7 @@ static int64_t op_commit(ura_ctx *cx, struct ura__op *op, ura_atom tag, unsigned
 	int64_t id = op_id(op);
 	/* The actor's list of operations in flight is ours (io/): its stop
 	 * cancels them, and its turn untracks each final completion. */
-	struct ura__actor_x *x = ura__actor_x(cx->a);
+	struct ura__actor_x *x = ura__actor_x(cx->w, cx->a);
 	int rc = x ? ura__ids_push(&x->io, id) : -ENOMEM;
 	if (rc < 0) {
 		op_abort(w, op);

@@ -435,7 +435,7 @@ static int fill_actor(struct restore *R, struct ractor *x)
 		a->beh = reg->sc.behaviors[x->beh];
 	if (!(x->flags & URA__AF_BOUND) && !x->nstash)
 		return 0;
-	struct ura__actor_x *ax = ura__actor_x(a);
+	struct ura__actor_x *ax = ura__actor_x(NULL, a); /* off the workers */
 	if (!ax)
 		return -ENOMEM;
 	if (x->flags & URA__AF_BOUND) {
@@ -450,7 +450,7 @@ static int fill_actor(struct restore *R, struct ractor *x)
 		if (!m)
 			return err;
 		m->flags |= URA__MF_STASH;
-		ura__actor_stash_append(a, m); /* ax exists: cannot fail */
+		ura__actor_stash_append(NULL, a, m); /* ax exists: cannot fail */
 	}
 	return 0;
 }

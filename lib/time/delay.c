@@ -9,7 +9,7 @@
 
 int ura__timer_own(ura_system *sys, struct ura__actor *a, ura_timer h)
 {
-	struct ura__actor_x *x = ura__actor_x(a);
+	struct ura__actor_x *x = ura__actor_x(ura__thread_worker(sys), a);
 	if (!x)
 		return -ENOMEM;
 	struct ura__ids *t = x->timers;
