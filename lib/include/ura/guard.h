@@ -15,8 +15,10 @@
  * built (ura_behavior_check, ura_behavior_new: a placeholder beyond the
  * case's values, operands of the wrong type, a malformed tree: -EINVAL),
  * prints it (ura_guard_format) and saves it (ura_guard_serialize). A
- * static behavior is checked only when ura_behavior_check() is called on
- * it, so call that once (at start-up, or in a test).
+ * static behavior is checked, guards included, the first time a spawn or
+ * a become meets it (that call then fails with -EINVAL; the result is
+ * cached by address); ura_behavior_check() checks it earlier, at
+ * start-up or in a test.
  *
  * Leaves
  *   URA_X(k)               the case's k-th value, 1..9 (libcppa's _x1)
