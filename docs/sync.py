@@ -74,6 +74,11 @@ def process(doc):
             continue
         if line.lstrip().startswith('```'):
             problems.append(f'{doc}:{i + 1}: a code block outside <!-- file: --> markers')
+            close = next((k for k in range(i + 1, len(old))
+                          if old[k].lstrip().startswith('```')), len(old) - 1)
+            out += old[i:close + 1]
+            i = close + 1
+            continue
         out.append(line)
         i += 1
     return '\n'.join(out) + '\n', problems, shown
