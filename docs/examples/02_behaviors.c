@@ -75,8 +75,9 @@ static const ura_class turnstile_class = {
 
 int main(void)
 {
-	/* A static behavior's guards are checked here, not at compile time:
-	 * once at start-up catches a guard on a value the case lacks. */
+	/* A spawn or become checks a static behavior, guards included, the
+	 * first time it meets one; checking here says what is wrong before
+	 * anything runs (a guard on a value the case lacks: -EINVAL). */
 	CHECK(ura_behavior_check(&locked));
 	CHECK(ura_behavior_check(&unlocked));
 
