@@ -91,8 +91,14 @@ static void producers(unsigned workers)
 	t_eq(atomic_load(&g_errors), 0, "mute: every send accepted");
 	t_eq(atomic_load(&g_got), PRODUCERS * n, "mute: nothing lost");
 	t_eq(atomic_load(&g_bad_order), 0, "mute: in order per producer");
-	t_ok(atomic_load(&g_max_depth) <= CAP + PRODUCERS * BURST,
-	     "mute: depth within capacity + a handler's sends per producer (%ld)", atomic_load(&g_max_depth));
+	/* A producer mutes after a handler whose sends went over the bound;
+	 * one whose burst found room (the sink's turn ended mid-burst and
+	 * gave its count back) is not muted, so its next burst may go over
+	 * too: two handlers' sends per producer at most. Unmuted, the depth
+	 * would reach most of PRODUCERS * n. */
+	t_ok(atomic_load(&g_max_depth) <= CAP + 2 * PRODUCERS * BURST,
+	     "mute: depth within capacity + two handlers' sends per producer (%ld)",
+	     atomic_load(&g_max_depth));
 	ura_stats st = stats(sys);
 	t_ok(st.mb_mutes > 0, "mute: producers were muted (%llu)", (unsigned long long)st.mb_mutes);
 	t_eq(st.sent, st.received, "mute: sent == received");
