@@ -22,7 +22,13 @@
  *     sent to it, the class gauge is the sum of the depths, and top-N by
  *     mailbox and by handled come out in order;
  *  5. bad input: a class with unknown metrics bits, a sample shift over
- *     16, reserved words set: -EINVAL.
+ *     16, reserved words set: -EINVAL;
+ *  6. mailbox wait: 20 plain messages from main and 10 from a handler to
+ *     a held metered actor whose handler takes 2 ms, sampled 1 in 2 per
+ *     sending thread: exactly 15 samples (requests to it are not
+ *     sampled), their sum at least what queueing behind 2 ms handlers
+ *     makes it, the same in the exporter's text; an unmetered class is
+ *     -ENOENT.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -368,7 +374,7 @@ static void bad_input(void)
 	ura_config cfg3 = { .workers = 1, .metrics_sample_log2 = 1 };
 	t_must(ura_system_new(&sys, &cfg3));
 	ura_class bad = metered;
-	bad.metrics = 2;
+	bad.metrics = 4;
 	ura_ref r;
 	t_rc(ura_spawn(sys, &bad, NULL, &r), -EINVAL, "unknown metrics bits");
 	ura_class bad2 = metered;
@@ -396,10 +402,113 @@ static void bad_input(void)
 	t_must(ura_system_destroy(sys));
 }
 
+/* ---- 6 -------------------------------------------------------------- */
+
+#define A_ASK URA_ATOM("ask")
+static void on_slow(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	sleep_ms(2);
+}
+static void on_ask(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_reply(cx, A_ASK);
+}
+/* Holds the worker until main has queued everything (a loaded machine
+ * may stop main between two sends for longer than the handlers take). */
+static sem_t g_queued;
+static void on_hold(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	while (sem_timedwait(&g_queued, &ts) != 0 && errno == EINTR)
+		;
+}
+URA_BEHAVIOR(slow_beh, URA_ON(A_INC, "", on_slow), URA_ON(A_ASK, "", on_ask),
+	     URA_ON(A_BLOCK, "", on_hold));
+static const ura_class slow_class = { .name = "slow", .initial = &slow_beh,
+				      .metrics = URA_CLASS_METRICS_WAIT };
+static _Atomic int g_answers;
+static void on_answer(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	if (ura_msg_tag(m) == A_ASK)
+		atomic_fetch_add(&g_answers, 1);
+}
+static void on_fwd_slow(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref to = ura_arg_ref(m, 0);
+	for (int i = 0; i < 10; i++)
+		ura_send(cx, to, A_INC);
+	for (int i = 0; i < 4; i++)
+		ura_request(cx, to, on_answer, NULL, A_ASK);
+}
+URA_BEHAVIOR(fwd_beh, URA_ON(A_FWD, "r", on_fwd_slow));
+static const ura_class fwd_class = { .name = "fwd", .initial = &fwd_beh };
+
+static void mailbox_wait(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1, .metrics_sample_log2 = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref slow, fwd;
+	t_must(ura_spawn(sys, &slow_class, NULL, &slow));
+	t_must(ura_spawn(sys, &fwd_class, NULL, &fwd));
+	/* 20 sends from main (a hold and 19 incs): 10 sampled whatever its
+	 * counter's parity from the tests above. */
+	sem_init(&g_queued, 0, 0);
+	t_must(ura_send(sys, slow, A_BLOCK));
+	for (int i = 0; i < 19; i++)
+		t_must(ura_send(sys, slow, A_INC));
+	t_must(ura_send(sys, fwd, A_FWD, slow));
+	sem_post(&g_queued);
+	t_must(ura_system_await(sys));
+	sem_destroy(&g_queued);
+	t_eq(atomic_load(&g_answers), 4, "the four requests answered");
+	ura_hist h;
+	t_must(ura_metrics_class_wait(sys, &slow_class, &h));
+	t_eq(h.count, 15, "15 of 30 plain sends sampled (10 from main, 5 from a handler)");
+	/* Queued before the hold ended, taken 2 ms apart: main's k-th inc
+	 * waits at least 2(k-1) ms, and every other one is sampled, so at
+	 * least 2 * (0 + 2 + ... + 16) = 144 ms in all. */
+	t_ok(h.sum_ns >= 140 * 1000000ull, "they waited in the mailbox: %.1f ms in all",
+	     (double)h.sum_ns / 1e6);
+	uint64_t in_buckets = 0;
+	for (unsigned i = 0; i < URA_HIST_BUCKETS; i++)
+		in_buckets += h.bucket[i];
+	t_ok(in_buckets <= h.count, "buckets hold at most the count");
+	ura_hist none;
+	t_rc(ura_metrics_class_wait(sys, &fwd_class, &none), -ENOENT, "an unmetered class: -ENOENT");
+	/* Metered without the wait: counted, never stamped. */
+	static const ura_class plain_metered = { .name = "pmet", .initial = &slow_beh,
+						 .metrics = URA_CLASS_METRICS };
+	ura_ref pm;
+	t_must(ura_spawn(sys, &plain_metered, NULL, &pm));
+	for (int i = 0; i < 8; i++)
+		t_must(ura_send(sys, pm, A_INC));
+	t_must(ura_system_await(sys));
+	t_must(ura_metrics_class_wait(sys, &plain_metered, &none));
+	t_eq(none.count, 0, "a class metered without URA_CLASS_METRICS_WAIT: no wait samples");
+	t_rc(ura_metrics_class_wait(sys, NULL, &none), -EINVAL, "no class: -EINVAL");
+	t_rc(ura_metrics_class_wait(NULL, &slow_class, &none), -EINVAL, "no system: -EINVAL");
+	static char text[1 << 16];
+	int len = ura_metrics_render(sys, URA_METRICS_PROMETHEUS, text, sizeof text);
+	t_ok(len > 0 && len < (int)sizeof text, "rendered (%d bytes)", len);
+	t_ok(strstr(text, "ura_class_mailbox_wait_seconds_count{class=\"slow\"} 15\n") != NULL,
+	     "the exporter shows the same count");
+	t_must(ura_system_destroy(sys));
+}
+
 int main(void)
 {
 	counters();
 	depth_and_top();
 	bad_input();
+	mailbox_wait();
 	return t_done();
 }

@@ -172,6 +172,10 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	a->beh = cls->initial;
 	a->state = state;
 	a->stopping = a->became = 0;
+	/* Sends to a class that asked sample its mailbox wait (core/metrics.h);
+	 * a body receives outside the turn that counts it, so not there. */
+	if ((cls->metrics & URA_CLASS_METRICS_WAIT) && !cls->body)
+		hb |= (int)URA__HOME_METERED;
 	atomic_store_explicit(&a->home_node, (uint16_t)(node | (unsigned)hb), memory_order_relaxed);
 	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),
 			      memory_order_relaxed);
@@ -277,7 +281,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (watch && !parent)
 		return -EINVAL; /* spawn_link from outside: there is no one to link */
 	if (!ura__zeroed(cls->reserved_, sizeof cls->reserved_) ||
-	    (cls->metrics & ~URA_CLASS_METRICS) ||
+	    (cls->metrics & ~(URA_CLASS_METRICS | URA_CLASS_METRICS_WAIT)) ||
 	    cls->unmatched > URA_UNMATCHED_STASH ||
 	    (cls->initial && ura__behavior_ok(cls->initial) < 0))
 		return -EINVAL;

@@ -228,6 +228,8 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		retire(w, a, r);
 		ura__inc(&w->st.received);
+		if (metered && ura__unlikely(m->flags & URA__MF_WAIT))
+			ura__mx_waited(cs, m);
 		/* One test for the common case: same phase, no poke, not a
 		 * bounded mailbox's (URA__MF_BP, core/bound.h). */
 		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE | URA__MF_BP)) == aph)) {

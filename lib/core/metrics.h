@@ -76,6 +76,7 @@ struct ura__cstat {
 	 * here and drained on a thief). */
 	_Atomic int64_t mailbox;
 	struct ura__hist handler;
+	struct ura__hist wait;   /* sampled: from the send to the turn's pop */
 };
 
 #define URA__MX_CACHE 32 /* per-worker class lookups: direct-mapped */
@@ -137,6 +138,42 @@ void ura__mx_fini(ura_system *sys);
 struct ura__cstat *ura__cstat_slow(ura_system *sys, struct ura__worker *w,
 				   const ura_class *cls);
 struct ura__amx *ura__amx_make(ura_system *sys, uint32_t index);
+
+/* ---- mailbox wait ------------------------------------------------------ */
+
+/* A send to an actor of a metered class (URA__HOME_METERED), 1 in
+ * 2^shift of them: the plain message carries the time it was sent in its
+ * req (unused by plain messages), and the receiver's metered turn counts
+ * the wait when it pops it (ura__mx_waited). Requests carry their id
+ * there and go unsampled. The clock is CLOCK_MONOTONIC on every thread,
+ * so a message that crossed workers or nodes still measures true; ns >>
+ * 10 in 32 bits wraps every 73 minutes, and a difference taken modulo
+ * 2^32 is right for any wait shorter than that. */
+uint32_t ura__mx_ext_tick(void);
+static inline void ura__mx_stamp(ura_system *sys, struct ura__worker *w, struct ura_msg *m)
+{
+	if (m->kind != URA__MK_PLAIN)
+		return;
+	/* On a worker its count of sends is the sampling counter: it moves
+	 * by one per send, so n sends in a row sample n / 2^shift of them. */
+	if (w ? ura__ld(&w->st.sent) & w->mx->mask
+	      : ura__mx_ext_tick() & ((1u << sys->mx->shift) - 1))
+		return;
+	m->req = (uint32_t)(ura__now_ns() >> 10);
+	m->flags |= URA__MF_WAIT;
+}
+/* The turn's pop of a stamped message: counted (cs NULL: the class went
+ * unmetered, the table being full), and the stamp cleared (req means
+ * nothing to a plain message after this). */
+static inline void ura__mx_waited(struct ura__cstat *cs, struct ura_msg *m)
+{
+	if (cs) {
+		uint32_t d = (uint32_t)(ura__now_ns() >> 10) - m->req;
+		ura__hist_add(&cs->wait, (uint64_t)d << 10);
+	}
+	m->req = 0;
+	m->flags &= (uint8_t)~URA__MF_WAIT;
+}
 
 /* Whether actors of cls are metered. */
 static inline int ura__metered(const ura_class *cls)

@@ -12,6 +12,7 @@
 #define URA_CORE_POST_H
 
 #include "core/bound.h"
+#include "core/metrics.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
 #include "core/sched.h"
@@ -110,6 +111,12 @@ static inline void ura__post(ura_system *sys, struct ura__worker *w, unsigned ho
 }
 
 /* make + count + post: a send of values. */
+/* core/send.c, out of line so that the inline send stays small: a
+ * metered target's wait sample, then a bounded target's admission
+ * (ura__bp_admit's result; m is the caller's to free on a refusal). */
+int ura__send_gate(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
+		   struct ura__actor *a, struct ura_msg *m, uint16_t hn);
+
 static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
 				ura_ref from, ura_ref to, ura_atom tag,
 				const ura_value *vals, unsigned n, uint8_t kind, uint32_t req)
@@ -121,14 +128,17 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 	if (ura__unlikely(rc < 0))
 		return rc;
 	/* A bounded mailbox (core/bound.h) admits plain sends and requests;
-	 * system messages pass. kind is a constant in most callers. (make
-	 * set a: saying so keeps gcc from warning about a NULL load.) */
+	 * system messages pass. A metered class's mailbox wait is sampled
+	 * (core/metrics.h); one test of the word covers both. kind is a
+	 * constant in most callers. (make set a: saying so keeps gcc from
+	 * warning about a NULL load.) */
 	if (!a)
 		__builtin_unreachable();
+	uint16_t hn;
 	if (kind <= URA__MK_REQUEST &&
-	    ura__unlikely(atomic_load_explicit(&a->home_node, memory_order_relaxed) &
-			  URA__HOME_BOUNDED)) {
-		rc = ura__bp_admit(sys, w, from, to, a, m, 0);
+	    ura__unlikely((hn = atomic_load_explicit(&a->home_node, memory_order_relaxed)) &
+			  (URA__HOME_BOUNDED | URA__HOME_METERED))) {
+		rc = ura__send_gate(sys, w, from, to, a, m, hn);
 		if (rc) {
 			ura__msg_free(ura__pool_of(w), m);
 			return rc;

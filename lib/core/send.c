@@ -128,7 +128,10 @@ static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *
 		return rc;
 	if (!a)
 		__builtin_unreachable();
-	if (atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED) {
+	uint16_t hn = atomic_load_explicit(&a->home_node, memory_order_relaxed);
+	if (hn & URA__HOME_METERED)
+		ura__mx_stamp(sys, NULL, m);
+	if (hn & URA__HOME_BOUNDED) {
 		rc = ura__bp_admit(sys, NULL, URA_NOREF, to, a, m, deadline);
 		if (rc) {
 			ura__msg_free(pool, m);
@@ -138,6 +141,14 @@ static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *
 	ura__count_sent(sys, NULL, m);
 	ura__post(sys, NULL, 0, a, m);
 	return 0;
+}
+
+int ura__send_gate(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
+		   struct ura__actor *a, struct ura_msg *m, uint16_t hn)
+{
+	if (hn & URA__HOME_METERED)
+		ura__mx_stamp(sys, w, m);
+	return hn & URA__HOME_BOUNDED ? ura__bp_admit(sys, w, from, to, a, m, 0) : 0;
 }
 
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,

@@ -417,7 +417,10 @@ typedef struct ura_class {
 	uint64_t reserved_[1];       /* zero */
 	/* URA_CLASS_METRICS: count this class's actors and messages, and
 	 * keep a record per actor for ura_actor_inspect / ura_metrics_top
-	 * (see "Metrics"); 0: not counted (the default). */
+	 * (see "Metrics"); | URA_CLASS_METRICS_WAIT (which implies the
+	 * first): sample its mailbox wait too (ura_metrics_class_wait: each
+	 * send to it pays a test, 1 in sample_every a clock read); 0: not
+	 * counted (the default). */
 	uint64_t metrics;
 	/* A context-switching actor (see "Context-switching actors"): its
 	 * body runs on a stack of its own once the spawn returned, and
@@ -607,6 +610,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 #define URA_HIST_BOUND(i) (64ull << (i)) /* ns: bucket i's upper bound */
 #define URA_METRICS_CLASSES 64
 #define URA_CLASS_METRICS 1ull
+#define URA_CLASS_METRICS_WAIT 2ull
 
 typedef struct ura_hist {
 	uint64_t count;
@@ -671,6 +675,15 @@ URA_API int ura_metrics_workers(ura_system *sys, ura_worker_metrics *out, unsign
  * unmetered. Errors and threads as ura_metrics_workers. */
 URA_API int ura_metrics_classes(ura_system *sys, ura_class_metrics *out, unsigned n,
 				uint64_t *overflow);
+/* The mailbox wait of class cls (metrics URA_CLASS_METRICS_WAIT; zero
+ * for a class metered without it), into *out: how long its plain
+ * messages waited from the send to the start of the turn that took them,
+ * in ~1 us steps (ns >> 10), sampled as its handler times are (1 in
+ * sample_every sends from each thread; requests, replies, timers and
+ * system messages are not sampled). Bodies (ura_class.body) are not
+ * sampled either. 0; -ENOENT: cls is not among ura_metrics_classes (not
+ * metered, or not spawned yet); -EINVAL. Any thread. */
+URA_API int ura_metrics_class_wait(ura_system *sys, const ura_class *cls, ura_hist *out);
 
 /* One actor, as ura_actor_inspect and ura_metrics_top see it. */
 typedef struct ura_actor_info {

@@ -159,6 +159,32 @@ static const struct cfield cfields[] = {
 	   mailbox),
 };
 
+/* The classes' handler times (wait 0) or mailbox waits (wait 1). */
+static void class_hists(ura_system *sys, struct out *o, const ura_class_metrics *cs, int nc,
+			int wait)
+{
+	const char *name = wait ? "ura_class_mailbox_wait_seconds" : "ura_class_handler_seconds";
+	family(o, name, HISTOGRAM,
+	       wait ? "Time plain messages waited from their send to the turn that took them, "
+		      "sampled as handler times are."
+		    : "Handler times, sampled (1 in ura_config.metrics_sample_log2's power of two).");
+	for (int i = 0; i < nc; i++) {
+		struct out lab = { .buf = NULL, .cap = 0, .len = 0, .om = o->om };
+		char tmp[512];
+		lab.buf = tmp;
+		lab.cap = sizeof tmp;
+		put(&lab, "class=\"");
+		put_label(&lab, cs[i].name);
+		put(&lab, "\"");
+		if (lab.len >= sizeof tmp)
+			continue; /* a class name too long to label: left out */
+		ura_hist h;
+		if (wait && ura_metrics_class_wait(sys, cs[i].cls, &h) < 0)
+			continue;
+		hist(o, name, tmp, wait ? &h : &cs[i].handler);
+	}
+}
+
 static int render(ura_system *sys, struct out *o)
 {
 	ura_worker_metrics *ws = NULL;
@@ -234,20 +260,8 @@ static int render(ura_system *sys, struct out *o)
 			put(o, " %llu\n", (unsigned long long)v);
 		}
 	}
-	family(o, "ura_class_handler_seconds", HISTOGRAM,
-	       "Handler times, sampled (1 in ura_config.metrics_sample_log2's power of two).");
-	for (int i = 0; i < nc; i++) {
-		struct out lab = { .buf = NULL, .cap = 0, .len = 0, .om = o->om };
-		char tmp[512];
-		lab.buf = tmp;
-		lab.cap = sizeof tmp;
-		put(&lab, "class=\"");
-		put_label(&lab, cs[i].name);
-		put(&lab, "\"");
-		if (lab.len >= sizeof tmp)
-			continue; /* a class name too long to label: left out */
-		hist(o, "ura_class_handler_seconds", tmp, &cs[i].handler);
-	}
+	class_hists(sys, o, cs, nc, 0);
+	class_hists(sys, o, cs, nc, 1);
 	if (o->om)
 		put(o, "# EOF\n");
 	free(ws);

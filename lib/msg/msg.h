@@ -45,6 +45,9 @@ enum {
 	URA__MF_POKE = 8,
 	URA__MF_NOSNAP = 16,
 	URA__MF_SNAPD = 32,
+	/* A plain message whose req holds the time it was sent, ns >> 10
+	 * (core/metrics.h: a metered class's mailbox-wait sample). */
+	URA__MF_WAIT = 64,
 };
 
 struct ura_msg {

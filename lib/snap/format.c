@@ -281,7 +281,8 @@ unsigned char *ura__snap_put_msg_raw(unsigned char *p, const struct ura_msg *m)
 	p[16] = m->kind;
 	p[17] = m->n;
 	p[18] = p[19] = 0;
-	u32 = m->req;
+	/* A mailbox-wait stamp (core/metrics.h) is this run's clock: not saved. */
+	u32 = m->flags & URA__MF_WAIT ? 0 : m->req;
 	memcpy(p + 20, &u32, 4);
 	p += 24;
 	for (unsigned i = 0; i < m->n; i++) {
