@@ -67,6 +67,7 @@ struct ura__fiber {
 	unsigned same;            /* of them, of the actor's phase (turn.c) */
 	unsigned busy;            /* in a handler a receive runs: no receive */
 	unsigned chain;           /* bodies handed the worker over since it switched one in */
+	const ura_behavior *beh_ok; /* the last behavior a receive checked */
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
@@ -613,7 +614,7 @@ struct want {
 	const ura_case *c;        /* the case that matched */
 };
 
-static int wanted(struct ura__fiber *f, struct want *wt, struct ura_msg *m)
+static inline __attribute__((always_inline)) int wanted(struct ura__fiber *f, struct want *wt, struct ura_msg *m)
 {
 	if (!wt->b)
 		return m->kind == URA__MK_IO && ura_io_id(m) == wt->op;
@@ -732,7 +733,7 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
  * first), then from the mailbox, waiting up to timeout_ns. 1: taken (a
  * kept one is unlinked: *unlinked set, the caller frees it); 0: timed out
  * (*out: the timeout message, or NULL). */
-static int take(struct ura__fiber *f, struct want *wt, uint64_t timeout_ns,
+static inline __attribute__((always_inline)) int take(struct ura__fiber *f, struct want *wt, uint64_t timeout_ns,
 		struct ura_msg **out, int *unlinked)
 {
 	struct ura__actor *a = f->cx.a;
@@ -825,8 +826,12 @@ static struct ura__fiber *calling_fiber(ura_ctx *cx)
 URA_API int ura_receive(ura_ctx *cx, const ura_behavior *b, uint64_t timeout_ns)
 {
 	struct ura__fiber *f = calling_fiber(cx);
-	if (!f || !b || ura__behavior_ok(b) < 0)
+	/* A body receives with the same behavior again and again: checked
+	 * once while it stays the same, as ura__behavior_ok's own cache
+	 * keeps a checked behavior by its address. */
+	if (!f || !b || (b != f->beh_ok && ura__behavior_ok(b) < 0))
 		return -EINVAL;
+	f->beh_ok = b;
 	struct want wt = { .b = b };
 	struct ura_msg *m;
 	int unlinked, rc = 0;
