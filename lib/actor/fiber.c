@@ -494,12 +494,14 @@ static inline void fiber_begin(struct ura__worker *w, struct ura__fiber *f)
 	w->ph.cur = (uint8_t)(URA__MF_SNAPD | (a->snap_ph ? URA__MF_PH : 0));
 }
 
+#ifndef URA_DETERMINISTIC
 /* Out of line: the thread-local's address is taken on this thread, before
  * the caller switches (a body may resume on another). */
 static __attribute__((noinline)) void set_cur_fiber(struct ura__fiber *f)
 {
 	cur_fiber = f;
 }
+#endif
 
 /*
  * Handoff. A body whose receive finds nothing to take would switch back
