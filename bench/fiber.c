@@ -26,7 +26,7 @@
 /* ---- the bare switch ------------------------------------------------------- */
 
 /* lib/actor/switch.S (hidden in libura.so; linked from the static lib). */
-void ura__ctx_switch(void **save_sp, void *load_sp);
+void *ura__ctx_switch(void **save_sp, void *load_sp, void *arg);
 void ura__ctx_start(void);
 
 static void *main_sp, *co_sp;
@@ -36,7 +36,7 @@ static void co_main(void *arg)
 {
 	(void)arg;
 	for (;;)
-		ura__ctx_switch(&co_sp, main_sp);
+		ura__ctx_switch(&co_sp, main_sp, NULL);
 }
 
 /* The first frame, as lib/actor/fiber.c's ctx_make makes it. */
@@ -71,7 +71,7 @@ static int bench_switch(long long n)
 	co_left = n;
 	double t0 = b_now();
 	for (long long i = 0; i < n; i++)
-		ura__ctx_switch(&main_sp, co_sp);
+		ura__ctx_switch(&main_sp, co_sp, NULL);
 	double dt = b_now() - t0;
 	free(stack);
 	printf("bench=fiber_switch n=%lld switches=%lld wall_s=%.6f ns_per_switch=%.2f\n", n,

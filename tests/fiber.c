@@ -301,6 +301,157 @@ static void test_steal(void)
 	t_rc(ura_system_destroy(sys), 0, "destroy");
 }
 
+/* ---- handoff: a waiting body switches straight to the next ------------------ */
+
+/* On one worker every pass of a token round a ring of bodies is a
+ * handoff (fiber.c): the body that sent it waits, and the next one is in
+ * the worker's next slot. Each body also keeps two messages no case of
+ * the ring takes, and half its receives have a timeout: the kept ones
+ * must come out in order at the end, and nothing may hang (a turn that
+ * the handoff did not end would leave a body holding its token, never run
+ * again). */
+#define RB 4
+typedef struct { ura_ref next; int id; long got; int order_ok; } ring_st;
+static _Atomic long ring_got;
+static _Atomic int ring_order_ok, ring_ended;
+static int64_t ring_v;
+static void ring_tok(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	ring_v = ura_arg_i64(m, 0);
+}
+static void ring_next(ura_ctx *cx, const ura_msg *m)
+{
+	ring_st *s = ura_state(cx);
+	s->next = ura_arg_ref(m, 0);
+}
+URA_BEHAVIOR(ring_tok_beh, URA_ON(A_A, "i", ring_tok));
+URA_BEHAVIOR(ring_go_beh, URA_ON(A_GO, "r", ring_next));
+URA_BEHAVIOR(ring_x_beh, URA_ON(A_X, "i", ring_tok));
+static void ring_body(ura_ctx *cx, void *st)
+{
+	ring_st *s = st;
+	if (ura_receive(cx, &ring_go_beh, URA_FOREVER) < 0)
+		return;
+	for (;;) {
+		uint64_t tmo = (s->got & 1) ? 10 * URA_SEC : URA_FOREVER;
+		if (ura_receive(cx, &ring_tok_beh, tmo) < 0)
+			return;
+		int64_t v = ring_v;
+		s->got++;
+		if (v > 0)
+			ura_send(cx, s->next, A_A, v - 1);
+		if (v < RB)
+			break; /* the last lap: RB-1 .. 0, one value each */
+	}
+	int ok = 1;
+	for (int k = 1; k <= 2; k++) {
+		ring_v = -1;
+		ok &= ura_receive(cx, &ring_x_beh, 0) == 0 && ring_v == s->id * 10 + k;
+	}
+	ok &= ura_receive(cx, &ring_x_beh, 0) == -ETIMEDOUT;
+	atomic_fetch_add(&ring_got, s->got);
+	atomic_fetch_add(&ring_order_ok, ok);
+	atomic_fetch_add(&ring_ended, 1);
+}
+static const ura_class ring_class = { .name = "ringbody", .body = ring_body,
+				      .state_size = sizeof(ring_st), .stack_size = 32 << 10 };
+
+/* A pair of bodies pingponging on one worker hands it back and forth for
+ * ever: the worker's sources must still be served (a batch of handoffs at
+ * most, and never past the pick's inject tick, then a pass of the loop).
+ * A timer set as the pair starts ends it; with neither bound the timer
+ * would not fire until the backstop (checked: 5 s, 28 M round trips). */
+static _Atomic int pair_stop;
+static _Atomic long pair_rounds, pair_seen_at;
+static ura_ref pair_pong;
+static void pair_nop(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	ring_v = ura_arg_i64(m, 0);
+}
+static void pair_answer(ura_ctx *cx, const ura_msg *m)
+{
+	ring_v = ura_arg_i64(m, 0);
+	if (ring_v >= 0)
+		ura_reply(cx, A_B, ring_v);
+}
+URA_BEHAVIOR(pair_ping_beh, URA_ON(A_PING, "i", pair_answer));
+URA_BEHAVIOR(pair_pong_beh, URA_ON(A_B, "i", pair_nop));
+static void pair_pong_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	for (;;) {
+		if (ura_receive(cx, &pair_ping_beh, URA_FOREVER) < 0 || ring_v < 0)
+			return;
+	}
+}
+static void pair_ping_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	uint64_t end = t_now_ns() + 5 * URA_SEC; /* the backstop */
+	long i = 0;
+	while (!atomic_load(&pair_stop) && t_now_ns() < end) {
+		ura_send(cx, pair_pong, A_PING, (int64_t)i);
+		if (ura_receive(cx, &pair_pong_beh, URA_FOREVER) < 0 || ring_v != i)
+			break;
+		i++;
+	}
+	atomic_store(&pair_seen_at, atomic_load(&pair_stop) ? i : -1);
+	atomic_store(&pair_rounds, i);
+	ura_send(cx, pair_pong, A_PING, (int64_t)-1);
+}
+static const ura_class pair_ping_class = { .name = "pairping", .body = pair_ping_body,
+					   .stack_size = 32 << 10 };
+static const ura_class pair_pong_class = { .name = "pairpong", .body = pair_pong_body,
+					   .stack_size = 32 << 10 };
+static void pair_arm(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_send_after(cx, ura_self(cx), 20 * URA_MSEC, A_DONE);
+}
+static void pair_done(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_store(&pair_stop, 1);
+}
+URA_BEHAVIOR(pair_timer_beh, URA_ON(A_GO, "", pair_arm), URA_ON(A_DONE, "", pair_done));
+static const ura_class pair_timer_class = { .name = "pairtimer", .initial = &pair_timer_beh };
+
+static void test_handoff(void)
+{
+	ura_system *sys = t_system(1);
+	long n = t_scaled(20000);
+	ura_ref r[RB];
+	for (int i = 0; i < RB; i++) {
+		t_must(ura_spawn(sys, &ring_class, &(ring_st){ .id = i }, &r[i]));
+		ura_send(sys, r[i], A_X, (int64_t)(i * 10 + 1));
+		ura_send(sys, r[i], A_X, (int64_t)(i * 10 + 2));
+	}
+	for (int i = 0; i < RB; i++)
+		ura_send(sys, r[i], A_GO, r[(i + 1) % RB]);
+	ura_send(sys, r[0], A_A, (int64_t)n);
+	t_rc(await_guarded(sys), 0, "a token %ld times round a ring of %d bodies: no hang", n, RB);
+	t_eq(atomic_load(&ring_ended), RB, "every body ran to its end");
+	t_eq(atomic_load(&ring_got), n + 1, "the token was taken %ld times, once per pass", n + 1);
+	t_eq(atomic_load(&ring_order_ok), RB, "each body's kept messages came out in order, "
+	     "and only those");
+
+	ura_ref tm, ping;
+	t_must(ura_spawn(sys, &pair_timer_class, NULL, &tm));
+	ura_send(sys, tm, A_GO); /* (an await would wait for the timer) */
+	uint64_t t0 = t_now_ns();
+	t_must(ura_spawn(sys, &pair_pong_class, NULL, &pair_pong));
+	t_must(ura_spawn(sys, &pair_ping_class, NULL, &ping));
+	t_rc(await_guarded(sys), 0, "the pair ends");
+	uint64_t dt = t_now_ns() - t0;
+	t_ok(atomic_load(&pair_seen_at) > 0, "a timer fired while two bodies handed one worker "
+	     "back and forth (after %ld round trips, %.1f ms)", atomic_load(&pair_rounds),
+	     (double)dt / 1e6);
+	t_rc(ura_system_destroy(sys), 0, "destroy");
+}
+
 /* ---- stop while blocked --------------------------------------------------- */
 
 static void blocked_body(ura_ctx *cx, void *st)
@@ -542,6 +693,7 @@ int main(void)
 	test_selective();
 	test_requests();
 	test_steal();
+	test_handoff();
 	test_stop();
 	test_bad();
 	test_snapshot();

@@ -50,7 +50,7 @@ void __tsan_switch_to_fiber(void *fiber, unsigned flags);
 #endif
 
 /* switch.S */
-void ura__ctx_switch(void **save_sp, void *load_sp);
+void *ura__ctx_switch(void **save_sp, void *load_sp, void *arg);
 void ura__ctx_start(void);
 
 enum { F_NEW, F_RUN, F_WAIT, F_MORE, F_DONE };
@@ -66,6 +66,8 @@ struct ura__fiber {
 	unsigned slice;           /* messages taken since switched in */
 	unsigned same;            /* of them, of the actor's phase (turn.c) */
 	unsigned busy;            /* in a handler a receive runs: no receive */
+	unsigned chain;           /* bodies handed the worker over since it switched one in */
+	const ura_behavior *beh_ok; /* the last behavior a receive checked */
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
@@ -399,8 +401,9 @@ void ura__fibers_stats(ura_system *sys, uint64_t *live, uint64_t *mapped, uint64
 
 /* ---- the switch -------------------------------------------------------- */
 
-/* Worker side: runs the body until it switches back. */
-static void switch_in(struct ura__fiber *f)
+/* Worker side: runs the body until it switches back; returns the body
+ * that did: f, or one that f (or a successor) handed the worker over to. */
+static struct ura__fiber *switch_in(struct ura__fiber *f)
 {
 #ifdef URA__TSAN
 	f->tsan_ret = __tsan_get_current_fiber();
@@ -410,10 +413,36 @@ static void switch_in(struct ura__fiber *f)
 	void *fake = NULL;
 	__sanitizer_start_switch_fiber(&fake, f->map + page_size(), f->map_len - page_size());
 #endif
-	ura__ctx_switch(&f->ret_sp, f->sp);
+	struct ura__fiber *back = ura__ctx_switch(&f->ret_sp, f->sp, NULL);
 #ifdef URA__ASAN
 	__sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
+	return back;
+}
+
+/* Body side, first thing after a switch back in. prev: the body that
+ * handed us the worker (handoff), whose turn is ours to end now that
+ * nothing runs on its stack any more; NULL: the worker switched us in. */
+static inline void resumed(struct ura__fiber *f, struct ura__fiber *prev)
+{
+#ifdef URA__ASAN
+	const void *lo;
+	size_t size;
+	__sanitizer_finish_switch_fiber(f->asan_fake, &lo, &size);
+	if (!prev) { /* else lo is prev's stack; ret_lo came with the worker */
+		f->ret_lo = lo;
+		f->ret_size = size;
+	}
+#endif
+	f->status = F_RUN;
+	if (prev) {
+		/* As ura__fiber_turn ends the turn of a body that waits. Its
+		 * token is ours until the CAS gives it up: nothing of prev's
+		 * is read after. */
+		struct ura__actor *pa = prev->cx.a;
+		if (!ura__mb_mark_idle(&pa->mb))
+			ura__schedule_back(prev->cx.w, pa);
+	}
 }
 
 /* Body side: back to the worker; returns when switched in again (never
@@ -429,11 +458,8 @@ static __attribute__((noinline)) void switch_out(struct ura__fiber *f, unsigned 
 	__sanitizer_start_switch_fiber(status == F_DONE ? NULL : &f->asan_fake, f->ret_lo,
 				       f->ret_size);
 #endif
-	ura__ctx_switch(&f->sp, f->ret_sp);
-#ifdef URA__ASAN
-	__sanitizer_finish_switch_fiber(f->asan_fake, &f->ret_lo, &f->ret_size);
-#endif
-	f->status = F_RUN;
+	struct ura__fiber *prev = ura__ctx_switch(&f->sp, f->ret_sp, f);
+	resumed(f, prev);
 }
 
 static __attribute__((noreturn)) void fiber_exit(struct ura__fiber *f)
@@ -454,23 +480,115 @@ static void fiber_main(void *arg)
 	fiber_exit(f);
 }
 
-void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
+/* A body's turn starts on w (w holds its token). */
+static inline void fiber_begin(struct ura__worker *w, struct ura__fiber *f)
 {
-	ura_system *sys = w->sys;
-	struct ura__fiber *f = a->x->fib;
+	struct ura__actor *a = f->cx.a;
 	atomic_store_explicit(&a->last_worker, (uint16_t)w->id, memory_order_relaxed);
-	if (f->status == F_NEW)
-		ura__inc(&w->st.received); /* the start spawn counted as sent */
 	ura__inc(&w->st.turns);
 	ura__inc(&w->st.fiber_switches);
-	alt_ensure();
 	f->cx.w = w;
 	f->cx.turn = ura__ld(&w->st.turns);
 	f->slice = 0;
 	f->same = 0;
 	w->ph.cur = (uint8_t)(URA__MF_SNAPD | (a->snap_ph ? URA__MF_PH : 0));
+}
+
+#ifndef URA_DETERMINISTIC
+/* Out of line: the thread-local's address is taken on this thread, before
+ * the caller switches (a body may resume on another). */
+static __attribute__((noinline)) void set_cur_fiber(struct ura__fiber *f)
+{
 	cur_fiber = f;
-	switch_in(f);
+}
+#endif
+
+/*
+ * Handoff. A body whose receive finds nothing to take would switch back
+ * to the worker, which would end its turn, look at its sources, and pick
+ * the actor in its next slot: in a pingpong of two bodies, the other one,
+ * which the message just sent woke. When the pick would take a waiting
+ * body from the slot now, the body switches to it directly instead: one
+ * switch per message instead of two, and no pass of the worker's loop.
+ * The woken body ends the first one's turn (resumed: the token is given up
+ * only once nothing runs on that stack). What the loop would do between
+ * the two turns is respected or the handoff is not made: the pick's
+ * fairness (the inject queue's tick, the next slot's streak, the
+ * overflow), cross-node batches and demonitors to hand over (they are the
+ * worker's end of a turn), a mute; and the worker's sources wait for at
+ * most a batch of handoffs (sys->batch), as they wait for a turn that
+ * takes a batch. Not in the deterministic build, whose scheduler picks
+ * each turn itself. 0: not made (the caller switches out).
+ */
+static __attribute__((noinline)) int handoff(struct ura__fiber *f)
+{
+#ifdef URA_DETERMINISTIC
+	(void)f;
+	return 0;
+#else
+	struct ura__worker *w = f->cx.w;
+	struct ura__actor *a = f->cx.a;
+	if (f->chain >= w->sys->batch || w->ovf_head || w->outbox_dirty ||
+	    ura__unlikely(w->mute_on) || (w->tick + 1) % URA__INJECT_EVERY == 0 ||
+	    (w->next_streak >= URA__NEXT_STREAK_MAX && ura__rq_len(&w->rq)) ||
+	    ura__unlikely(ura__sig_dem_pending(a)))
+		return 0;
+	/* relaxed (both), as ura__pick's: only this thread fills the slot,
+	 * and the actor in it is ours (we scheduled it), nothing to acquire;
+	 * the exchange races a thief's CAS (core/sched.c, steal_next), and
+	 * one of the two gets the actor. */
+	if (!atomic_load_explicit(&w->next, memory_order_relaxed))
+		return 0;
+	struct ura__actor *b = atomic_exchange_explicit(&w->next, NULL, memory_order_relaxed);
+	if (!b)
+		return 0;
+	struct ura__fiber *g = b->x ? b->x->fib : NULL;
+	if (!g || b->state_kind != URA__A_ALIVE || g->status != F_WAIT) {
+		/* Not a waiting body: back in the slot, which we emptied and
+		 * only we fill, for the worker's pick. release: as
+		 * ura__schedule's store, for a thief's acquire CAS. */
+		atomic_store_explicit(&w->next, b, memory_order_release);
+		return 0;
+	}
+	/* What ura__pick does when it takes the slot. */
+	w->tick++;
+	w->next_streak++;
+	/* f's turn ends as ura__fiber_turn ends it (the token: in resumed). */
+	ura__phase_recv(&w->ph, a->snap_ph, f->same);
+	fiber_begin(w, g);
+	g->chain = f->chain + 1;
+	g->ret_sp = f->ret_sp; /* g switches out to where f would have */
+	set_cur_fiber(g);
+	f->status = F_WAIT;
+#ifdef URA__TSAN
+	g->tsan_ret = f->tsan_ret;
+	__tsan_switch_to_fiber(g->tsan_fiber, 0);
+#endif
+#ifdef URA__ASAN
+	g->ret_lo = f->ret_lo;
+	g->ret_size = f->ret_size;
+	__sanitizer_start_switch_fiber(&f->asan_fake, g->map + page_size(),
+				       g->map_len - page_size());
+#endif
+	struct ura__fiber *prev = ura__ctx_switch(&f->sp, g->sp, f);
+	resumed(f, prev);
+	return 1;
+#endif
+}
+
+void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
+{
+	ura_system *sys = w->sys;
+	struct ura__fiber *f = a->x->fib;
+	if (f->status == F_NEW)
+		ura__inc(&w->st.received); /* the start spawn counted as sent */
+	alt_ensure();
+	fiber_begin(w, f);
+	f->chain = 0;
+	cur_fiber = f;
+	/* What comes back may be another body: f handed over (handoff). */
+	f = switch_in(f);
+	a = f->cx.a;
 	cur_fiber = NULL;
 	ura__phase_recv(&w->ph, a->snap_ph, f->same);
 	if (ura__unlikely(ura__sig_dem_pending(a)) && f->status != F_DONE)
@@ -498,7 +616,7 @@ struct want {
 	const ura_case *c;        /* the case that matched */
 };
 
-static int wanted(struct ura__fiber *f, struct want *wt, struct ura_msg *m)
+static inline __attribute__((always_inline)) int wanted(struct ura__fiber *f, struct want *wt, struct ura_msg *m)
 {
 	if (!wt->b)
 		return m->kind == URA__MK_IO && ura_io_id(m) == wt->op;
@@ -617,7 +735,7 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
  * first), then from the mailbox, waiting up to timeout_ns. 1: taken (a
  * kept one is unlinked: *unlinked set, the caller frees it); 0: timed out
  * (*out: the timeout message, or NULL). */
-static int take(struct ura__fiber *f, struct want *wt, uint64_t timeout_ns,
+static inline __attribute__((always_inline)) int take(struct ura__fiber *f, struct want *wt, uint64_t timeout_ns,
 		struct ura_msg **out, int *unlinked)
 {
 	struct ura__actor *a = f->cx.a;
@@ -672,7 +790,8 @@ static int take(struct ura__fiber *f, struct want *wt, uint64_t timeout_ns,
 				if (!x->rt)
 					return 0; /* no timer: better early than never */
 			}
-			switch_out(f, F_WAIT);
+			if (!handoff(f))
+				switch_out(f, F_WAIT);
 			continue;
 		}
 		if (m->kind == URA__MK_TIMEOUT) {
@@ -709,8 +828,12 @@ static struct ura__fiber *calling_fiber(ura_ctx *cx)
 URA_API int ura_receive(ura_ctx *cx, const ura_behavior *b, uint64_t timeout_ns)
 {
 	struct ura__fiber *f = calling_fiber(cx);
-	if (!f || !b || ura__behavior_ok(b) < 0)
+	/* A body receives with the same behavior again and again: checked
+	 * once while it stays the same, as ura__behavior_ok's own cache
+	 * keeps a checked behavior by its address. */
+	if (!f || !b || (b != f->beh_ok && ura__behavior_ok(b) < 0))
 		return -EINVAL;
+	f->beh_ok = b;
 	struct want wt = { .b = b };
 	struct ura_msg *m;
 	int unlinked, rc = 0;

@@ -10,12 +10,17 @@
  * context-switching actor to ura__fiber_turn, which switches to its stack;
  * the body runs until a receive finds nothing to take (the fiber switches
  * back: the turn gives the token up, as any turn does, and the next
- * message schedules the actor again), until it has taken a batch of
- * messages (back of the run queue, like a turn that used its batch), or
- * until it ends or is stopped (the turn, back on the worker's own stack,
- * kills it: its stack is never freed while running on it). The actor is
- * only ever switched into by the holder of its token, so every field of
- * the fiber is the token holder's, like the rest of the slot.
+ * message schedules the actor again; or, when the worker would run a
+ * waiting body from its next slot at once, the fiber switches to that one
+ * directly, which ends the first one's turn: fiber.c's handoff), until it
+ * has taken a batch of messages (back of the run queue, like a turn that
+ * used its batch), or until it ends or is stopped (the turn, back on the
+ * worker's own stack, kills it: its stack is never freed while running on
+ * it). The actor is only ever switched into by the holder of its token,
+ * so every field of the fiber is the token holder's, like the rest of the
+ * slot (a handoff passes the worker, and with it the token of the body
+ * switched to, from one body to the next; the first body's token is given
+ * up by the second, once off its stack).
  */
 #ifndef URA_ACTOR_FIBER_H
 #define URA_ACTOR_FIBER_H

@@ -5,11 +5,15 @@
  * every switch, and a switch here is a function call that saves what the
  * ABI says a callee must preserve, and nothing else.
  *
- *   void ura__ctx_switch(void **save_sp, void *load_sp);
+ *   void *ura__ctx_switch(void **save_sp, void *load_sp, void *arg);
  *
  * Pushes the callee-saved registers on the current stack, stores the stack
  * pointer in *save_sp, loads load_sp, pops that stack's registers and
- * returns on it. Caller-saved registers need no saving: the compiler
+ * returns on it, with arg as the return value of the call that switched
+ * that stack out: the side that resumes learns who switched to it (a
+ * body handed the worker over by another body ends that one's turn;
+ * fiber.c). One register move, which a first return into ura__ctx_start
+ * ignores. Caller-saved registers need no saving: the compiler
  * assumes a call clobbers them. A new stack is made by ura__ctx_make in
  * fiber.c: a frame as this routine leaves it, whose return address is
  * ura__ctx_start, which calls fn(arg) from two of the restored registers.
@@ -57,6 +61,7 @@ ura__ctx_switch:
 	popq %r12
 	popq %rbx
 	popq %rbp
+	movq %rdx, %rax
 	ret
 	.cfi_endproc
 	.size ura__ctx_switch, .-ura__ctx_switch
@@ -113,6 +118,7 @@ ura__ctx_switch:
 	ldp d12, d13, [sp, #128]
 	ldp d14, d15, [sp, #144]
 	add sp, sp, #160
+	mov x0, x2
 	ret
 	.cfi_endproc
 	.size ura__ctx_switch, .-ura__ctx_switch
