@@ -28,7 +28,11 @@
  *     sending thread: exactly 15 samples (requests to it are not
  *     sampled), their sum at least what queueing behind 2 ms handlers
  *     makes it, the same in the exporter's text; an unmetered class is
- *     -ENOENT.
+ *     -ENOENT;
+ *  7. wakeups by kind: on two simulated nodes, an actor of node 0 sends
+ *     to one of node 1 while node 1's worker sleeps, 20 times: node 0's
+ *     worker wakes it, and each worker's MSG_RING and eventfd wakes add
+ *     up to its wakes sent, all of one kind (none by MSG_RING on epoll).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -504,11 +508,71 @@ static void mailbox_wait(void)
 	t_must(ura_system_destroy(sys));
 }
 
+/* ---- 7 -------------------------------------------------------------- */
+
+static void on_poke(ura_ctx *cx, const ura_msg *m)
+{
+	ura_send(cx, ura_arg_ref(m, 0), A_INC);
+}
+static void on_nothing(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+}
+URA_BEHAVIOR(poke_beh, URA_ON(A_FWD, "r", on_poke), URA_ON(A_INC, "", on_nothing));
+static const ura_class poke_class = { .name = "poke", .initial = &poke_beh };
+
+static void wakeups_by_kind(void)
+{
+	const char *old = getenv("URA_TOPOLOGY");
+	char *saved = old ? strdup(old) : NULL;
+	setenv("URA_TOPOLOGY", "2x1", 1);
+	ura_system *sys;
+	ura_config cfg = { .workers = 2 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref a, b;
+	t_must(ura_spawn_ex(sys, &poke_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(0) }, &a));
+	t_must(ura_spawn_ex(sys, &poke_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(1) }, &b));
+	for (int i = 0; i < 20; i++) {
+		sleep_ms(5); /* long enough for both workers to go to sleep */
+		t_must(ura_send(sys, a, A_FWD, b));
+		t_must(ura_system_await(sys));
+	}
+	ura_worker_metrics w[2];
+	t_eq(ura_metrics_workers(sys, w, 2), 2, "two workers");
+	ura_stats st;
+	t_must(ura_system_stats(sys, &st));
+	uint64_t sent = 0, ring = 0;
+	for (int i = 0; i < 2; i++) {
+		t_eq(w[i].wakeups_msg_ring + w[i].wakeups_eventfd, w[i].wakeups_sent,
+		     "worker %d: MSG_RING + eventfd wakes = wakes sent (%llu)", i,
+		     (unsigned long long)w[i].wakeups_sent);
+		sent += w[i].wakeups_sent;
+		ring += w[i].wakeups_msg_ring;
+	}
+	t_ok(sent >= 1, "the sleeping node was woken by a worker (%llu wakes)",
+	     (unsigned long long)sent);
+	if (strncmp(st.backend, "io_uring", 8) != 0)
+		t_eq(ring, 0, "on %s no wake is a MSG_RING", st.backend);
+	else if (strstr(st.backend, "defer_taskrun")) /* 6.1: MSG_RING (5.18) is there */
+		t_eq(ring, sent, "on %s every wake is a MSG_RING", st.backend);
+	else /* an older kernel: MSG_RING probed, all or none */
+		t_ok(ring == sent || ring == 0, "on %s all by one kind (%llu of %llu by MSG_RING)",
+		     st.backend, (unsigned long long)ring, (unsigned long long)sent);
+	t_must(ura_system_destroy(sys));
+	if (saved)
+		setenv("URA_TOPOLOGY", saved, 1);
+	else
+		unsetenv("URA_TOPOLOGY");
+	free(saved);
+}
+
 int main(void)
 {
 	counters();
 	depth_and_top();
 	bad_input();
 	mailbox_wait();
+	wakeups_by_kind();
 	return t_done();
 }

@@ -89,6 +89,7 @@ struct ura__wstats {
 		timers_armed, timers_fired, timers_cancelled,
 		signals, steals_remote, cross_node, flushes, flushed,
 		io_submitted, io_completed,
+		wakeups_ring,             /* of wakeups: by IORING_OP_MSG_RING */
 		fiber_switches;           /* actor/fiber.c */
 };
 

@@ -25,7 +25,8 @@ int ura__wake(struct ura__worker *self, struct ura__worker *v)
 	if (atomic_exchange_explicit(&v->wake_pending, 1, memory_order_acq_rel))
 		return 1;
 	if (self) {
-		ura__poller_wake_from(&self->poller, &v->poller);
+		if (ura__poller_wake_from(&self->poller, &v->poller))
+			ura__inc(&self->st.wakeups_ring);
 		ura__inc(&self->st.wakeups);
 	} else {
 		ura__poller_wake(&v->poller);

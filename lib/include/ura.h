@@ -640,7 +640,12 @@ typedef struct ura_worker_metrics {
 	uint64_t cross_node;       /* messages it sent to another node */
 	uint64_t flushes, flushed; /* outbox batches, and their messages */
 	ura_hist timer_late;       /* how late its timers fired */
-	uint64_t reserved_[8];     /* written as zero */
+	/* Of wakeups_sent, by kind: an IORING_OP_MSG_RING on the peer's
+	 * ring, or a write to its eventfd (the epoll backend, or a kernel
+	 * without MSG_RING). Wakes from threads that are not workers are
+	 * eventfd writes, counted by no worker. */
+	uint64_t wakeups_msg_ring, wakeups_eventfd;
+	uint64_t reserved_[6];     /* written as zero */
 } ura_worker_metrics;
 
 typedef struct ura_class_metrics {

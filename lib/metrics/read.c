@@ -75,6 +75,11 @@ static void worker_read(ura_system *sys, struct ura__worker *w, ura_worker_metri
 	o->sleeps = ura__ld(&s->sleeps);
 	o->woken = ura__ld(&m->woken);
 	o->wakeups_sent = ura__ld(&s->wakeups);
+	o->wakeups_msg_ring = ura__ld(&s->wakeups_ring);
+	/* The two are read apart, and the kind is bumped first: a read may
+	 * see a MSG_RING wake its total does not have yet. */
+	o->wakeups_eventfd = o->wakeups_sent > o->wakeups_msg_ring
+				     ? o->wakeups_sent - o->wakeups_msg_ring : 0;
 	o->ring_enters = ura__ld(&s->ring_enters);
 	o->timers_armed = ura__ld(&s->timers_armed);
 	o->timers_fired = ura__ld(&s->timers_fired);

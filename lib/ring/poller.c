@@ -110,12 +110,13 @@ void ura__poller_wake(struct ura__poller *p)
 		;
 }
 
-void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
+int ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
 {
 	if (from->kind == URA__BACKEND_URING && from->msg_ring &&
 	    to->kind == URA__BACKEND_URING && to->msg_ring && ura__uring_msg_wake(from, to))
-		return;
+		return 1;
 	ura__poller_wake(to);
+	return 0;
 }
 
 void ura__poller_fini(struct ura__poller *p)

@@ -152,8 +152,8 @@ void ura__poller_iowq(struct ura__poller *p, const void *cpuset, size_t setsize,
 /* Any thread: wake the owner (or make its next wait return at once). */
 void ura__poller_wake(struct ura__poller *p);
 /* From the owner of `from` (a worker): wake `to`, by MSG_RING from ring to
- * ring where both have it, else through `to`'s eventfd. */
-void ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to);
+ * ring where both have it (then 1), else through `to`'s eventfd (0). */
+int ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to);
 /* Owner thread, when it exits: the ring (or epoll fd) goes. */
 void ura__poller_fini(struct ura__poller *p);
 /* Once no thread can wake the poller any more: the wake fd goes. Kept
