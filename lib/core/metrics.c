@@ -31,8 +31,8 @@ int ura__mx_init(ura_system *sys, unsigned shift)
 	return 0;
 }
 
-/* Off the workers a thread counts its own sends to metered classes, so
- * that no two threads share a sampling counter's cache line. */
+/* Off the workers a thread counts its own sends to classes that sample
+ * their wait, so that no two threads share a sampling counter's line. */
 uint32_t ura__mx_ext_tick(void)
 {
 	static _Thread_local uint32_t tick;

@@ -141,7 +141,8 @@ struct ura__amx *ura__amx_make(ura_system *sys, uint32_t index);
 
 /* ---- mailbox wait ------------------------------------------------------ */
 
-/* A send to an actor of a metered class (URA__HOME_METERED), 1 in
+/* A send to an actor whose class asked for its mailbox wait
+ * (URA_CLASS_METRICS_WAIT, so URA__HOME_METERED in its home word), 1 in
  * 2^shift of them: the plain message carries the time it was sent in its
  * req (unused by plain messages), and the receiver's metered turn counts
  * the wait when it pops it (ura__mx_waited). Requests carry their id

@@ -111,11 +111,13 @@ static inline void ura__post(ura_system *sys, struct ura__worker *w, unsigned ho
 }
 
 /* make + count + post: a send of values. */
-/* core/send.c, out of line so that the inline send stays small: a
- * metered target's wait sample, then a bounded target's admission
- * (ura__bp_admit's result; m is the caller's to free on a refusal). */
+/* core/send.c, out of line so that the inline send stays small: for a
+ * target whose home word `hn` asks, the mailbox-wait sample, then the
+ * bounded mailbox's admission (ura__bp_admit's result, deadline as its;
+ * m is the caller's to free on a refusal). Every send of values from a
+ * handler or from outside goes through it. */
 int ura__send_gate(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
-		   struct ura__actor *a, struct ura_msg *m, uint16_t hn);
+		   struct ura__actor *a, struct ura_msg *m, uint16_t hn, uint64_t deadline);
 
 static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned home,
 				ura_ref from, ura_ref to, ura_atom tag,
@@ -128,8 +130,9 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 	if (ura__unlikely(rc < 0))
 		return rc;
 	/* A bounded mailbox (core/bound.h) admits plain sends and requests;
-	 * system messages pass. A metered class's mailbox wait is sampled
-	 * (core/metrics.h); one test of the word covers both. kind is a
+	 * system messages pass. A class with URA_CLASS_METRICS_WAIT has its
+	 * mailbox wait sampled (core/metrics.h); one test of the word covers
+	 * both. kind is a
 	 * constant in most callers. (make set a: saying so keeps gcc from
 	 * warning about a NULL load.) */
 	if (!a)
@@ -138,7 +141,7 @@ static inline int ura__send_msg(ura_system *sys, struct ura__worker *w, unsigned
 	if (kind <= URA__MK_REQUEST &&
 	    ura__unlikely((hn = atomic_load_explicit(&a->home_node, memory_order_relaxed)) &
 			  (URA__HOME_BOUNDED | URA__HOME_METERED))) {
-		rc = ura__send_gate(sys, w, from, to, a, m, hn);
+		rc = ura__send_gate(sys, w, from, to, a, m, hn, 0);
 		if (rc) {
 			ura__msg_free(ura__pool_of(w), m);
 			return rc;

@@ -129,10 +129,8 @@ static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *
 	if (!a)
 		__builtin_unreachable();
 	uint16_t hn = atomic_load_explicit(&a->home_node, memory_order_relaxed);
-	if (hn & URA__HOME_METERED)
-		ura__mx_stamp(sys, NULL, m);
-	if (hn & URA__HOME_BOUNDED) {
-		rc = ura__bp_admit(sys, NULL, URA_NOREF, to, a, m, deadline);
+	if (hn & (URA__HOME_BOUNDED | URA__HOME_METERED)) {
+		rc = ura__send_gate(sys, NULL, URA_NOREF, to, a, m, hn, deadline);
 		if (rc) {
 			ura__msg_free(pool, m);
 			return rc;
@@ -144,11 +142,11 @@ static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *
 }
 
 int ura__send_gate(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
-		   struct ura__actor *a, struct ura_msg *m, uint16_t hn)
+		   struct ura__actor *a, struct ura_msg *m, uint16_t hn, uint64_t deadline)
 {
 	if (hn & URA__HOME_METERED)
 		ura__mx_stamp(sys, w, m);
-	return hn & URA__HOME_BOUNDED ? ura__bp_admit(sys, w, from, to, a, m, 0) : 0;
+	return hn & URA__HOME_BOUNDED ? ura__bp_admit(sys, w, from, to, a, m, deadline) : 0;
 }
 
 URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,

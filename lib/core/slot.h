@@ -92,9 +92,9 @@ _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
 _Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");
 
 /* home_node's top bits (core/bound.h): the actor's mailbox is bounded;
- * the actor is muted (on a full mailbox); its class is metered, so sends
- * sample its mailbox wait (core/metrics.h: the send path tests one word
- * for both). Nodes fit in the rest. */
+ * the actor is muted (on a full mailbox); its class asked for its mailbox
+ * wait (URA_CLASS_METRICS_WAIT), so sends sample it (core/metrics.h: the
+ * send path tests one word for both). Nodes fit in the rest. */
 #define URA__HOME_BOUNDED 0x8000u
 #define URA__HOME_MUTED 0x4000u
 #define URA__HOME_METERED 0x2000u

@@ -46,7 +46,7 @@ enum {
 	URA__MF_NOSNAP = 16,
 	URA__MF_SNAPD = 32,
 	/* A plain message whose req holds the time it was sent, ns >> 10
-	 * (core/metrics.h: a metered class's mailbox-wait sample). */
+	 * (core/metrics.h: a mailbox-wait sample, URA_CLASS_METRICS_WAIT). */
 	URA__MF_WAIT = 64,
 };
 
