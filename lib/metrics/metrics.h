@@ -12,6 +12,10 @@
 
 #include "util/util.h"
 
+/* read.c: the mailbox-wait histogram of metered class `id` (its index in
+ * ura_metrics_classes' order), summed over the workers into *out. */
+void ura__metrics_class_wait_id(ura_system *sys, unsigned id, ura_hist *out);
+
 /* http.c: what a request asks for. */
 struct ura__http_req {
 	int head_only;   /* HEAD */

@@ -9,6 +9,7 @@
 
 #include "core/metrics.h"
 #include "core/sched.h"
+#include "metrics/metrics.h"
 
 static void hist_read(ura_hist *out, struct ura__hist *h)
 {
@@ -116,35 +117,37 @@ static void cstat_sum(ura_class_metrics *o, struct ura__cstat *c)
 	hist_sum(&o->handler, &c->handler);
 }
 
-/* Class id of cls among the metered ones, or -1. */
-static int class_id(ura_system *sys, const ura_class *cls)
+/* Class id's block on worker i, or NULL (none made yet). acquire: pairs
+ * with the block's publication. */
+static struct ura__cstat *cstat_at(ura_system *sys, unsigned i, unsigned id)
 {
-	struct ura__mx *mx = sys->mx;
-	/* acquire: pairs with the release that registered the class. */
-	unsigned ncls = atomic_load_explicit(&mx->ncls, memory_order_acquire);
-	for (unsigned id = 0; id < ncls; id++)
-		if (atomic_load_explicit(&mx->cls[id], memory_order_relaxed) == cls)
-			return (int)id;
-	return -1;
+	return atomic_load_explicit(&sys->workers[i].mx->cs[id], memory_order_acquire);
+}
+
+void ura__metrics_class_wait_id(ura_system *sys, unsigned id, ura_hist *out)
+{
+	memset(out, 0, sizeof *out);
+	hist_sum(out, &sys->mx->ext[id].wait);
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__cstat *c = cstat_at(sys, i, id);
+		if (c)
+			hist_sum(out, &c->wait);
+	}
 }
 
 URA_API int ura_metrics_class_wait(ura_system *sys, const ura_class *cls, ura_hist *out)
 {
 	if (!sys || !cls || !out)
 		return -EINVAL;
-	int id = class_id(sys, cls);
-	if (id < 0)
-		return -ENOENT;
-	memset(out, 0, sizeof *out);
-	hist_sum(out, &sys->mx->ext[id].wait);
-	for (unsigned i = 0; i < sys->nworkers; i++) {
-		/* acquire: pairs with the block's publication. */
-		struct ura__cstat *c = atomic_load_explicit(&sys->workers[i].mx->cs[id],
-							    memory_order_acquire);
-		if (c)
-			hist_sum(out, &c->wait);
-	}
-	return 0;
+	struct ura__mx *mx = sys->mx;
+	/* acquire: pairs with the release that registered the class. */
+	unsigned ncls = atomic_load_explicit(&mx->ncls, memory_order_acquire);
+	for (unsigned id = 0; id < ncls; id++)
+		if (atomic_load_explicit(&mx->cls[id], memory_order_relaxed) == cls) {
+			ura__metrics_class_wait_id(sys, id, out);
+			return 0;
+		}
+	return -ENOENT;
 }
 
 URA_API int ura_metrics_classes(ura_system *sys, ura_class_metrics *out, unsigned n,
@@ -163,9 +166,7 @@ URA_API int ura_metrics_classes(ura_system *sys, ura_class_metrics *out, unsigne
 		o->sample_every = 1u << mx->shift;
 		cstat_sum(o, &mx->ext[id]);
 		for (unsigned i = 0; i < sys->nworkers; i++) {
-			/* acquire: pairs with the block's publication. */
-			struct ura__cstat *c = atomic_load_explicit(&sys->workers[i].mx->cs[id],
-								    memory_order_acquire);
+			struct ura__cstat *c = cstat_at(sys, i, id);
 			if (c)
 				cstat_sum(o, c);
 		}

@@ -181,9 +181,10 @@ static void class_hists(ura_system *sys, struct out *o, const ura_class_metrics 
 		put(&lab, "\"");
 		if (lab.len >= sizeof tmp)
 			continue; /* a class name too long to label: left out */
+		/* cs[i] is class id i (ura_metrics_classes' order). */
 		ura_hist h;
-		if (wait && ura_metrics_class_wait(sys, cs[i].cls, &h) < 0)
-			continue;
+		if (wait)
+			ura__metrics_class_wait_id(sys, (unsigned)i, &h);
 		hist(o, name, tmp, wait ? &h : &cs[i].handler);
 	}
 }
