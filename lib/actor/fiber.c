@@ -528,10 +528,8 @@ static __attribute__((noinline)) int handoff(struct ura__fiber *f)
 #else
 	struct ura__worker *w = f->cx.w;
 	struct ura__actor *a = f->cx.a;
-	if (f->chain >= w->sys->batch || w->ovf_head || w->outbox_dirty ||
-	    ura__unlikely(w->mute_on) || (w->tick + 1) % URA__INJECT_EVERY == 0 ||
-	    (w->next_streak >= URA__NEXT_STREAK_MAX && ura__rq_len(&w->rq)) ||
-	    ura__unlikely(ura__sig_dem_pending(a)))
+	if (f->chain >= w->sys->batch || !ura__pick_takes_next(w) || w->outbox_dirty ||
+	    ura__unlikely(w->mute_on) || ura__unlikely(ura__sig_dem_pending(a)))
 		return 0;
 	/* relaxed (both), as ura__pick's: only this thread fills the slot,
 	 * and the actor in it is ours (we scheduled it), nothing to acquire;
@@ -550,9 +548,7 @@ static __attribute__((noinline)) int handoff(struct ura__fiber *f)
 		atomic_store_explicit(&w->next, b, memory_order_release);
 		return 0;
 	}
-	/* What ura__pick does when it takes the slot. */
-	w->tick++;
-	w->next_streak++;
+	ura__pick_took_next(w);
 	/* f's turn ends as ura__fiber_turn ends it (the token: in resumed). */
 	ura__phase_recv(&w->ph, a->snap_ph, f->same);
 	fiber_begin(w, g);

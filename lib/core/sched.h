@@ -122,4 +122,20 @@ static inline struct ura__actor *ura__pick(struct ura__worker *w)
 	return ura__inject_pop(w);
 }
 
+/* Whether ura__pick's next call would take the next slot's actor first
+ * (no overflow to refill, not the inject queue's turn, the slot's streak
+ * not over), for a caller that takes it in pick's place (actor/fiber.c's
+ * handoff) and then counts it with ura__pick_took_next. Kept beside
+ * ura__pick: the two must agree. Owner. */
+static inline int ura__pick_takes_next(struct ura__worker *w)
+{
+	return !w->ovf_head && (w->tick + 1) % URA__INJECT_EVERY != 0 &&
+	       (w->next_streak < URA__NEXT_STREAK_MAX || !ura__rq_len(&w->rq));
+}
+static inline void ura__pick_took_next(struct ura__worker *w)
+{
+	w->tick++;
+	w->next_streak++;
+}
+
 #endif
