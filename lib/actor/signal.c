@@ -229,10 +229,9 @@ struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 	if (!s)
 		return NULL;
 	/* Field by field: most of the record is the inline table, whose
-	 * free slots need only their type (inl_reset). */
+	 * free slots need only their type (table_clear's inl_reset). */
 	s->tab = s->inl;
-	s->cap = URA__SIG_INLINE;
-	s->n = s->used = 0;
+	table_clear(s);
 	s->trap = s->has_reason = s->dem_n = 0;
 	s->next_mon = s->next_unlink = 0;
 	s->reason = 0;
