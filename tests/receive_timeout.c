@@ -265,7 +265,13 @@ static void switch_to_quiet(ura_ctx *cx, const ura_msg *m)
 	atomic_store(&g_switch_at, t_now_ns());
 	ura_become(cx, &quiet);
 }
-URA_BEHAVIOR_OPTS(a_to_quiet, (.timeout_ns = TIMEOUT, .on_timeout = a_timeout),
+/* 30 s, not TIMEOUT: case a. counts the cancel, which only a timer that
+ * has not expired yet can have. The switch is handled first (below), but
+ * a worker that starts more than 20 ms after the spawn (a loaded machine:
+ * seen once beside two CPU hogs) fires a 20 ms timer on its first pass,
+ * before its first turn; the timeout message then arrives stale behind
+ * the switch and is dropped, and nothing is left to cancel. */
+URA_BEHAVIOR_OPTS(a_to_quiet, (.timeout_ns = 30 * URA_SEC, .on_timeout = a_timeout),
 	URA_ON(A_SWITCH, "", switch_to_quiet));
 static const ura_class a_quiet_class = { .name = "a_quiet", .initial = &a_to_quiet };
 
@@ -287,7 +293,8 @@ URA_BEHAVIOR_OPTS(a_to_c, (.timeout_ns = TIMEOUT, .on_timeout = a_timeout),
 static const ura_class a_c_class = { .name = "a_c", .initial = &a_to_c };
 
 /* A paused system: the switch is in the mailbox before the worker starts,
- * so it is handled before the 20 ms timeout can be, however slow we are. */
+ * so it is handled before a timeout message can be, however slow we are
+ * (the timer itself may still fire first: see a_to_quiet). */
 static ura_system *paused_system(void)
 {
 	ura_config cfg = { .workers = 1, .paused = 1 };
