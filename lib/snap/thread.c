@@ -381,13 +381,11 @@ static void *snap_main(void *arg)
 	char *error = NULL, *skipped = NULL;
 	int rc = 0;
 
-	/* The new phase starts here. seq_cst store, then a seq_cst fence:
-	 * pairs with the fence in ura__snap_spawned (see there); and the
-	 * store is the release that workers' acquire of snap_ph pairs with
-	 * (the registry, id and options above it are theirs to read). */
-	atomic_store_explicit(&S->state, S->id << 1 | 1, memory_order_relaxed);
-	atomic_store_explicit(&sys->snap_ph, (uint8_t)P, memory_order_seq_cst);
-	ura__fence_seq_cst();
+	/* ura_snapshot moved the phase before it let go of S->lock: taking
+	 * the lock orders us after that flip (and after everything it
+	 * published), so the scan below sees the new phase. */
+	pthread_mutex_lock(&S->lock);
+	pthread_mutex_unlock(&S->lock);
 	scan(S, P);
 	unsigned nap = 20;
 	while (!old_phase_over(S, old)) {
@@ -516,7 +514,7 @@ URA_API int ura_snapshot(ura_system *sys, const char *path, const ura_snap_opts 
 	t->S = S;
 	int rc = pthread_create(&t->t, NULL, snap_main, t);
 	if (rc) {
-		/* Nothing started: the phase only moves in the thread. */
+		/* Nothing started, and the phase has not moved: the id goes back. */
 		S->phase--;
 		S->id = S->phase;
 		free(S->path);
@@ -529,6 +527,18 @@ URA_API int ura_snapshot(ura_system *sys, const char *path, const ura_snap_opts 
 	}
 	t->next = S->thr;
 	S->thr = t;
+	/* The new phase starts here, before we return, as the header says:
+	 * a caller that returns from ura_snapshot knows the cut is made, so
+	 * whatever it does afterwards is after the cut (the thread, which may
+	 * not run for a while on a loaded machine, only collects). Moved only
+	 * once the thread exists: nothing has to be taken back. seq_cst
+	 * store, then a seq_cst fence: pairs with the fence in
+	 * phase_of_child (actor/lifecycle.c, Dekker); and the store is the
+	 * release that workers' acquire of snap_ph pairs with (the registry,
+	 * id and options above it are theirs to read). */
+	atomic_store_explicit(&S->state, S->id << 1 | 1, memory_order_relaxed);
+	atomic_store_explicit(&sys->snap_ph, (uint8_t)(S->id & 1), memory_order_seq_cst);
+	ura__fence_seq_cst();
 	pthread_mutex_unlock(&S->lock);
 	return 0;
 }
