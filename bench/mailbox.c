@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mailbox S M [--actors] [--bound=N] (libcppa "Mailbox Part 2", N:1): S senders each
+ * mailbox S M [--actors] [--bound=N] [--body] (libcppa "Mailbox Part 2", N:1): S senders each
  * send the integers 1..M to ONE receiving actor, which counts them and sums
  * them. The senders are OS threads sending from outside the runtime (as in
  * the seed and in ../shared/peers' CAF version); with --actors they are S
@@ -15,6 +15,11 @@
  * room as Go's do, and sender actors are muted; they then send in
  * handlers of CHUNK messages each (a mute takes effect when the handler
  * that sent returns, so one handler of M would overrun any bound).
+ *
+ * With --body the receiver is a context-switching actor (issue 18): its
+ * body loops on a blocking ura_receive of the same case, as libcppa's
+ * stacked receiver of the seed's benchmark does; everything else is the
+ * same, so the two runs compare the receive loop with the turn loop.
  */
 #include <pthread.h>
 
@@ -66,8 +71,22 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 }
 
 URA_BEHAVIOR(recv_beh, URA_ON(A_X, "i", on_x));
+
+/* --body: the receiver's loop. on_x stops the actor on its last message;
+ * the receive after that never returns (ura_receive's contract). */
+static void recv_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	for (;;)
+		if (ura_receive(cx, &recv_beh, URA_FOREVER) < 0) {
+			fprintf(stderr, "receive failed\n");
+			exit(1);
+		}
+}
 URA_BEHAVIOR(sender_beh, URA_ON(A_GO, "", on_go));
 static const ura_class recv_class = { .name = "receiver", .state_size = sizeof(recv_state), .initial = &recv_beh };
+static const ura_class recv_body_class = { .name = "receiver_body",
+					    .state_size = sizeof(recv_state), .body = recv_body };
 static const ura_class sender_class = { .name = "sender", .state_size = sizeof(int64_t),
 					 .initial = &sender_beh };
 
@@ -89,6 +108,7 @@ int main(int argc, char **argv)
 	int64_t S = b_pos(argc, argv, 1, 20);
 	M = b_pos(argc, argv, 2, 1000000);
 	int actors = b_flag(argc, argv, "--actors");
+	int body = b_flag(argc, argv, "--body");
 	long long bound = 0; /* --bound=N */
 	for (int a = 1; a < argc; a++)
 		if (!strncmp(argv[a], "--bound=", 8))
@@ -107,7 +127,8 @@ int main(int argc, char **argv)
 		b_fail("out of memory");
 	sys = b_system();
 	double t0 = b_now();
-	B_CHECK(ura_spawn_ex(sys, &recv_class, &(recv_state){ .total = total }, &so, &receiver));
+	B_CHECK(ura_spawn_ex(sys, body ? &recv_body_class : &recv_class,
+			     &(recv_state){ .total = total }, &so, &receiver));
 	if (actors) {
 		for (int64_t s = 0; s < S; s++) {
 			ura_ref r;
@@ -135,9 +156,10 @@ int main(int argc, char **argv)
 			(unsigned long long)total, (unsigned long long)want_sum, rc);
 		b_fail("mailbox");
 	}
-	printf("bench=mailbox system=ura workers=%u senders=%lld m=%lld mode=%s bound=%lld msgs=%llu "
+	printf("bench=mailbox system=ura workers=%u senders=%lld m=%lld mode=%s receiver=%s bound=%lld msgs=%llu "
 	       "peak_rss_kb=%ld sent_s=%.6f wall_s=%.6f rate=%.0f waits=%llu mutes=%llu turns=%llu sleeps=%llu\n",
-	       workers, (long long)S, (long long)M, actors ? "actors" : "threads", bound,
+	       workers, (long long)S, (long long)M, actors ? "actors" : "threads",
+	       body ? "body" : "event", bound,
 	       (unsigned long long)total, b_peak_rss_kb(), actors ? 0.0 : t_sent, dt,
 	       (double)total / dt, (unsigned long long)st.mb_waits,
 	       (unsigned long long)st.mb_mutes, (unsigned long long)st.turns,

@@ -16,6 +16,11 @@
  * scheduler; Go's goroutines are preempted. Rate is token messages per
  * second (R*I*(T+1)*50 of them); the run time is dominated by the
  * R*I factorizations.
+ *
+ * --body: the chain links are context-switching actors (issue 18), each a
+ * body looping on a blocking receive of the same case, as the seed's
+ * stacked-actor variant of this benchmark; masters, workers and the
+ * collector stay event-based.
  */
 #include "bench.h"
 
@@ -95,6 +100,21 @@ URA_BEHAVIOR(worker_beh,
 	URA_ON(A_CALC, "i", on_calc),
 	URA_ON(A_DONE, "", on_worker_done));
 static const ura_class link_class = { .name = "chain_link", .state_size = sizeof(link_state), .initial = &link_beh };
+
+/* --body: a link's loop. on_link_token stops it after forwarding 0; the
+ * receive after that never returns (ura_receive's contract). */
+static void link_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	for (;;)
+		if (ura_receive(cx, &link_beh, URA_FOREVER) < 0) {
+			fprintf(stderr, "receive failed\n");
+			exit(1);
+		}
+}
+static const ura_class link_body_class = { .name = "chain_link_body",
+					    .state_size = sizeof(link_state), .body = link_body };
+static const ura_class *link_cls = &link_class;
 static const ura_class worker_class = { .name = "worker", .state_size = sizeof(worker_state), .initial = &worker_beh };
 
 static void new_ring(ura_ctx *cx, master_state *s)
@@ -103,7 +123,7 @@ static void new_ring(ura_ctx *cx, master_state *s)
 	ura_ref next = ura_self(cx);
 	for (int i = 1; i < RING_SIZE; i++) {
 		ura_ref l;
-		B_CHECK(ura_spawn(cx, &link_class, &(link_state){ next }, &l));
+		B_CHECK(ura_spawn(cx, link_cls, &(link_state){ next }, &l));
 		next = l;
 	}
 	s->next = next;
@@ -177,6 +197,9 @@ int main(int argc, char **argv)
 	int64_t R = b_pos(argc, argv, 1, 20);
 	int64_t T = b_pos(argc, argv, 2, 1000);
 	int64_t I = b_pos(argc, argv, 3, 5);
+	int body = b_flag(argc, argv, "--body");
+	if (body)
+		link_cls = &link_body_class;
 	ura_system *sys = b_system();
 	double t0 = b_now();
 	ura_ref coll;
@@ -203,9 +226,10 @@ int main(int argc, char **argv)
 		b_fail("mixed_case");
 	}
 	int64_t token_msgs = want_laps * RING_SIZE;
-	printf("bench=mixed_case system=ura workers=%u rings=%lld token=%lld iterations=%lld "
+	printf("bench=mixed_case system=ura workers=%u links=%s rings=%lld token=%lld iterations=%lld "
 	       "factorizations=%lld token_msgs=%lld actors_spawned=%lld wall_s=%.6f rate=%.0f\n",
-	       workers, (long long)R, (long long)T, (long long)I, (long long)report.results,
+	       workers, body ? "body" : "event", (long long)R, (long long)T, (long long)I,
+	       (long long)report.results,
 	       (long long)token_msgs, (long long)(R * (1 + 1 + I * (RING_SIZE - 1)) + 1),
 	       dt, (double)token_msgs / dt);
 	return 0;
