@@ -6,7 +6,10 @@
  * stack (stealing between receives), under a stress of many bodies and
  * senders; a body stopped or killed while it waits (in a receive, in an I/O
  * call) never resumes, its destroy runs and its stack goes back (the pool
- * keeps at most ura_config.stack_pool); bad input gets -EINVAL.
+ * keeps at most ura_config.stack_pool); bad input gets -EINVAL; a body
+ * with a bounded mailbox gives its depth back as it takes messages (room
+ * for waiting threads, DROP_OLDEST's drops), and a body whose send met a
+ * full URA_FULL_MUTE mailbox is muted when it next lets go of the worker.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -687,6 +690,139 @@ static void test_start_counted(void)
 	t_destroy(sys);
 }
 
+/* ---- bounded mailboxes ---------------------------------------------------- */
+
+static _Atomic int64_t bb_got, bb_sum, bb_first;
+
+static void bb_take(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	int64_t v = ura_arg_i64(m, 0);
+	if (atomic_fetch_add(&bb_got, 1) == 0)
+		atomic_store(&bb_first, v);
+	atomic_fetch_add(&bb_sum, v);
+}
+URA_BEHAVIOR(bb_beh, URA_ON(A_X, "i", bb_take));
+
+static void bb_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	for (;;)
+		ura_receive(cx, &bb_beh, URA_FOREVER);
+}
+static const ura_class bb_class = { .name = "bb", .body = bb_body, .stack_size = 32 << 10 };
+static const ura_class bb_event = { .name = "bb_event", .initial = &bb_beh };
+
+/* A body that sends `n` x(i) to `to` in chunks of 16, each followed by a
+ * message to itself that it receives: between chunks it may let go of the
+ * worker (a batch taken), which is where a mute takes effect. */
+static ura_ref bb_to;
+static int64_t bb_n;
+static void bb_take_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+}
+URA_BEHAVIOR(bb_go, URA_ON(A_GO, "", bb_take_go));
+static void bb_sender(ura_ctx *cx, void *st)
+{
+	(void)st;
+	for (int64_t i = 1; i <= bb_n; i++) {
+		if (ura_send(cx, bb_to, A_X, i) < 0)
+			return;
+		if (i % 16 == 0) {
+			ura_send(cx, ura_self(cx), A_GO);
+			ura_receive(cx, &bb_go, URA_FOREVER);
+		}
+	}
+}
+static const ura_class bb_sender_class = { .name = "bb_sender", .body = bb_sender,
+					   .stack_size = 32 << 10 };
+
+static void bb_reset(void)
+{
+	atomic_store(&bb_got, 0);
+	atomic_store(&bb_sum, 0);
+	atomic_store(&bb_first, 0);
+}
+
+static void test_bounded(void)
+{
+	/* 1. Threads waiting for room in a body's mailbox: the room comes
+	 * as the body takes messages (before, the depth never went down
+	 * and the first full mailbox kept its senders waiting forever). */
+	ura_system *sys = t_system(2);
+	ura_mailbox_opts mute8 = { .capacity = 8, .full = URA_FULL_MUTE };
+	ura_ref r;
+	bb_reset();
+	t_must(ura_spawn_ex(sys, &bb_class, NULL, &(ura_spawn_opts){ .mailbox = &mute8 }, &r));
+	int64_t n = t_scaled(20000), sent = 0;
+	int rc = 0;
+	for (int64_t i = 1; i <= n && rc == 0; i++) {
+		rc = ura_sendv_wait(sys, r, ura_now_ns() + 10 * URA_SEC, A_X,
+				    (ura_value[]){ ura_v_i64(i) }, 1);
+		sent += rc == 0;
+	}
+	t_rc(rc, 0, "%lld sends that waited for room in a body's mailbox of 8", (long long)n);
+	t_rc(await_guarded(sys), 0, "await");
+	t_eq(atomic_load(&bb_got), sent, "the body took every one");
+	t_eq(atomic_load(&bb_sum), sent * (sent + 1) / 2, "each once");
+	t_eq(ura_mailbox_depth(sys, r), 0, "and its depth is back to 0");
+	ura_stats st = stats(sys);
+	t_ok(st.mb_waits > 0, "senders did wait (%llu waits)", (unsigned long long)st.mb_waits);
+
+	/* 2. REFUSE: a body that drained its mailbox has room again. */
+	ura_mailbox_opts refuse4 = { .capacity = 4, .full = URA_FULL_REFUSE };
+	bb_reset();
+	t_must(ura_spawn_ex(sys, &bb_class, NULL, &(ura_spawn_opts){ .mailbox = &refuse4 }, &r));
+	int refused = 0;
+	for (int round = 0; round < 50; round++) {
+		for (int64_t i = 0; i < 4; i++)
+			refused += ura_send(sys, r, A_X, (int64_t)1) != 0;
+		if (await_guarded(sys) != 0)
+			break;
+	}
+	t_eq(refused, 0, "50 rounds of 4 sends to a body's mailbox of 4, drained between: none refused");
+	t_eq(atomic_load(&bb_got), 200, "all 200 taken");
+	t_destroy(sys);
+
+	/* 3. DROP_OLDEST: the drops a body owes are made as it takes
+	 * messages, oldest first. The system is paused while the sends
+	 * overrun the bound, so the body cannot take any before. */
+	ura_config cfg = { .workers = 1, .paused = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_mailbox_opts oldest4 = { .capacity = 4, .full = URA_FULL_DROP_OLDEST };
+	bb_reset();
+	t_must(ura_spawn_ex(sys, &bb_class, NULL, &(ura_spawn_opts){ .mailbox = &oldest4 }, &r));
+	for (int64_t i = 1; i <= 10; i++)
+		t_rc(ura_send(sys, r, A_X, i), 0, "DROP_OLDEST: send %lld accepted", (long long)i);
+	t_must(ura_system_start(sys));
+	t_rc(await_guarded(sys), 0, "await");
+	st = stats(sys);
+	t_eq(st.mb_dropped, 6, "six of ten dropped");
+	t_eq(atomic_load(&bb_got), 4, "four taken");
+	t_eq(atomic_load(&bb_first), 7, "the newest four: the first taken is 7");
+	t_eq(atomic_load(&bb_sum), 7 + 8 + 9 + 10, "then 8, 9, 10");
+	t_eq(ura_mailbox_depth(sys, r), 0, "depth 0");
+	t_destroy(sys);
+
+	/* 4. A body that sends into a full URA_FULL_MUTE mailbox is muted
+	 * (before: never, and its worker's next turn inherited the mute). */
+	sys = t_system(2);
+	bb_reset();
+	t_must(ura_spawn_ex(sys, &bb_event, NULL, &(ura_spawn_opts){ .mailbox = &mute8 }, &bb_to));
+	bb_n = t_scaled(20000);
+	ura_ref snd;
+	t_must(ura_spawn(sys, &bb_sender_class, NULL, &snd));
+	t_rc(await_guarded(sys), 0, "await");
+	st = stats(sys);
+	t_eq(atomic_load(&bb_got), bb_n, "a muted body's %lld sends all arrived", (long long)bb_n);
+	t_eq(atomic_load(&bb_sum), bb_n * (bb_n + 1) / 2, "each once");
+	t_ok(st.mb_mutes > 0, "the body was muted (%llu mutes)", (unsigned long long)st.mb_mutes);
+	t_eq(ura_mailbox_depth(sys, bb_to), 0, "the receiver's depth is back to 0");
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	test_start_counted();
@@ -697,5 +833,6 @@ int main(void)
 	test_stop();
 	test_bad();
 	test_snapshot();
+	test_bounded();
 	return t_done();
 }

@@ -68,6 +68,11 @@ struct ura__fiber {
 	unsigned busy;            /* in a handler a receive runs: no receive */
 	unsigned chain;           /* bodies handed the worker over since it switched one in */
 	const ura_behavior *beh_ok; /* the last behavior a receive checked */
+	/* A bounded mailbox's counted messages taken and not yet given back
+	 * (core/bound.h): given back before the body lets go of the worker
+	 * (bp_give), as a turn gives them back at its end. */
+	struct ura__bp *bp;
+	unsigned bpn;
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
@@ -445,11 +450,25 @@ static inline void resumed(struct ura__fiber *f, struct ura__fiber *prev)
 	}
 }
 
+/* The counted messages this body took since it last gave them back: the
+ * depth goes down (muted senders and waiting threads may go on). Before
+ * every switch away from the body (switch_out, handoff), so that a body
+ * that waits, is taken over or ends never keeps a bounded mailbox full:
+ * the depth is never reset, not even by a stop (core/bound.h). */
+static inline void bp_give(struct ura__fiber *f)
+{
+	if (ura__unlikely(f->bpn)) {
+		ura__bp_taken(f->cx.w->sys, f->cx.w, f->bp, f->bpn);
+		f->bpn = 0;
+	}
+}
+
 /* Body side: back to the worker; returns when switched in again (never
  * for F_DONE). noinline: what calls it must not keep a thread-local
  * address across it (the body may wake on another thread). */
 static __attribute__((noinline)) void switch_out(struct ura__fiber *f, unsigned status)
 {
+	bp_give(f);
 	f->status = status;
 #ifdef URA__TSAN
 	__tsan_switch_to_fiber(f->tsan_ret, 0);
@@ -549,6 +568,7 @@ static __attribute__((noinline)) int handoff(struct ura__fiber *f)
 		return 0;
 	}
 	ura__pick_took_next(w);
+	bp_give(f);
 	/* f's turn ends as ura__fiber_turn ends it (the token: in resumed). */
 	ura__phase_recv(&w->ph, a->snap_ph, f->same);
 	fiber_begin(w, g);
@@ -591,6 +611,17 @@ void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
 		ura__sig_dem_flush(sys, w, a, ura__self_ref(a)); /* F_DONE: the stop's */
 	if (w->outbox_dirty)
 		ura__outbox_flush_all(w);
+	/* A send met a full URA_FULL_MUTE mailbox: the body, which has let
+	 * go of the worker (a receive waits, or a batch was taken), is muted
+	 * as an event-based sender is at the end of its handler; the
+	 * receiver's mute list holds the token now. A body that ended is
+	 * not (ura__bp_mute refuses an actor that is not alive). */
+	if (ura__unlikely(w->mute_on)) {
+		if (f->status == F_DONE)
+			w->mute_on = NULL;
+		else if (ura__bp_mute(sys, w, a))
+			return;
+	}
 	if (f->status == F_DONE) {
 		/* Back on the worker's stack: the body's can go. */
 		ura__die(sys, w, a, 1);
@@ -663,6 +694,20 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 		f->slice++;
 		ura__inc(&w->st.received);
 		unsigned aph = a->snap_ph ? URA__MF_PH : 0;
+		int drop = 0;
+		if (ura__unlikely(m->flags & URA__MF_BP)) {
+			/* Counted in a bounded mailbox's depth, as in a turn
+			 * (actor/turn.c): given back by bp_give; DROP_OLDEST
+			 * may owe this one as a drop. relaxed: a hint;
+			 * ura__bp_owed takes it with a CAS. */
+			if (!f->bp)
+				f->bp = ura__bp_of(sys, a->idx);
+			if (f->bp) {
+				f->bpn++;
+				drop = atomic_load_explicit(&f->bp->owed, memory_order_relaxed) &&
+				       ura__bp_owed(sys, f->bp);
+			}
+		}
 		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph)) {
 			f->same++;
 		} else {
@@ -670,6 +715,14 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 			w->ph.cur = (uint8_t)(URA__MF_SNAPD | (a->snap_ph ? URA__MF_PH : 0));
 			if (poke)
 				continue;
+		}
+		if (ura__unlikely(drop)) {
+			/* DROP_OLDEST: this one goes so that a newer one could
+			 * be accepted; a request that was sent still ends. */
+			if (m->kind == URA__MK_REQUEST)
+				ura__request_orphan(sys, w, a, m, URA_DROPPED_REASON,
+						    (ura_value){ 0 });
+			continue;
 		}
 		if (ura__unlikely(m->to_gen != ura__own_gen(a))) {
 			if (m->kind != URA__MK_PLAIN)
