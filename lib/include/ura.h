@@ -894,9 +894,9 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  * Context-switching actors (ura_class.body) take part on both sides: a
  * message counts as taken (the depth goes down, DROP_OLDEST drops it if
  * one is owed) when a receive takes it from the mailbox, kept for later
- * or not; and a body whose send is muted goes on until it next lets go
- * of the worker (a receive that waits, or a batch of messages taken), and
- * is muted there.
+ * or not; and a body whose send is muted goes on to its next receive (or
+ * ura_io_call), where an event-based sender's handler would have ended,
+ * and is muted there; the receive goes on once it is released.
  *
  * A group send (ura_send_group) skips a member whose mailbox refuses or
  * drops it: that member is not counted as reached; the others get it.
