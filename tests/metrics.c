@@ -32,7 +32,11 @@
  *  7. wakeups by kind: on two simulated nodes, an actor of node 0 sends
  *     to one of node 1 while node 1's worker sleeps, 20 times: node 0's
  *     worker wakes it, and each worker's MSG_RING and eventfd wakes add
- *     up to its wakes sent, all of one kind (none by MSG_RING on epoll).
+ *     up to its wakes sent, all of one kind (none by MSG_RING on epoll);
+ *  8. a metered class with a bounded mailbox: every message it took gives
+ *     its depth back, and only stamped messages count as waits (the two
+ *     flags once shared a bit: the metered turn took each counted message
+ *     for a wait sample, and the depth never went down).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -567,6 +571,42 @@ static void wakeups_by_kind(void)
 	free(saved);
 }
 
+/* ---- 8. a metered class with a bounded mailbox ---------------------------- */
+
+static const ura_mailbox_opts refuse4 = { .capacity = 4, .full = URA_FULL_REFUSE };
+static const ura_class metered_bounded = {
+	.name = "metered_bounded",
+	.state_size = sizeof(cnt),
+	.initial = &counting,
+	.mailbox = &refuse4,
+	.metrics = URA_CLASS_METRICS_WAIT,
+};
+
+static void bounded_metered(void)
+{
+	ura_system *sys;
+	/* Every send from a thread is sampled (1 in 2^0 is not a setting:
+	 * 1 in 2, over rounds of 4 sends from main). */
+	ura_config cfg = { .workers = 1, .metrics_sample_log2 = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref b;
+	t_must(ura_spawn(sys, &metered_bounded, NULL, &b));
+	int refused = 0;
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 4; i++)
+			refused += ura_send(sys, b, A_INC) != 0;
+		if (await_guarded(sys) != 0)
+			break;
+	}
+	t_eq(refused, 0, "20 rounds of 4 sends to a metered mailbox of 4, drained between: "
+	     "none refused");
+	t_eq(ura_mailbox_depth(sys, b), 0, "its depth is back to 0");
+	ura_hist h;
+	t_must(ura_metrics_class_wait(sys, &metered_bounded, &h));
+	t_eq(h.count, 40, "40 waits: 1 in 2 of the 80 sends, no counted message taken for one");
+	t_must(ura_system_destroy(sys));
+}
+
 int main(void)
 {
 	counters();
@@ -574,5 +614,6 @@ int main(void)
 	bad_input();
 	mailbox_wait();
 	wakeups_by_kind();
+	bounded_metered();
 	return t_done();
 }

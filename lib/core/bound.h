@@ -57,9 +57,8 @@ struct ura__bp {
 	struct ura__actor *muted;   /* under lock; linked through ->link */
 };
 
-/* A message's flag (msg/msg.h's URA__MF_*): counted in its receiver's
- * depth. */
-#define URA__MF_BP 64
+/* A message counted in its receiver's depth carries URA__MF_BP (declared
+ * with the other flags in msg/msg.h). */
 
 /* A kind bit for ura__send_msg: a system message sent as a plain one (an
  * OS signal), which no bound refuses. */

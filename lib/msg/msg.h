@@ -45,9 +45,15 @@ enum {
 	URA__MF_POKE = 8,
 	URA__MF_NOSNAP = 16,
 	URA__MF_SNAPD = 32,
+	/* Counted in its receiver's bounded mailbox (core/bound.h). */
+	URA__MF_BP = 64,
 	/* A plain message whose req holds the time it was sent, ns >> 10
-	 * (core/metrics.h: a mailbox-wait sample, URA_CLASS_METRICS_WAIT). */
-	URA__MF_WAIT = 64,
+	 * (core/metrics.h: a mailbox-wait sample, URA_CLASS_METRICS_WAIT).
+	 * (It was 64 too, once: a bounded mailbox's counted messages then
+	 * read as wait samples in a metered turn, which cleared the bit, and
+	 * the depth never went down.) Every flag is declared here, one bit
+	 * each: flags is a uint8_t, and this is the last bit. */
+	URA__MF_WAIT = 128,
 };
 
 struct ura_msg {
