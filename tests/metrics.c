@@ -36,7 +36,12 @@
  *  8. a metered class with a bounded mailbox: every message it took gives
  *     its depth back, and only stamped messages count as waits (the two
  *     flags once shared a bit: the metered turn took each counted message
- *     for a wait sample, and the depth never went down).
+ *     for a wait sample, and the depth never went down);
+ *  9. a metered class with a body: its receives' cases count as handled,
+ *     timed 1 in 2^shift, a message kept for a later receive counts as
+ *     received and not unmatched, the actor's record (handled, behavior)
+ *     is up to date while the body waits, and its mailbox waits are
+ *     sampled (before, a body's class counted nothing but its spawns).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -607,6 +612,61 @@ static void bounded_metered(void)
 	t_must(ura_system_destroy(sys));
 }
 
+/* ---- 9. a metered class with a body ------------------------------------- */
+
+static void body_counting(ura_ctx *cx, void *st)
+{
+	(void)st;
+	for (;;)
+		ura_receive(cx, &counting, URA_FOREVER);
+}
+static const ura_class metered_body = {
+	.name = "metered_body",
+	.state_size = sizeof(cnt),
+	.body = body_counting,
+	.stack_size = 32 << 10,
+	.metrics = URA_CLASS_METRICS_WAIT,
+};
+
+static void bodies(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1, .metrics_sample_log2 = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref b;
+	t_must(ura_spawn(sys, &metered_body, NULL, &b));
+	/* An `other` first: no case of `counting` takes it, so the body
+	 * keeps it for a later receive (neither handled nor unmatched). */
+	t_must(ura_send(sys, b, A_OTHER));
+	for (int i = 0; i < 40; i++)
+		t_must(ura_send(sys, b, A_INC));
+	t_rc(await_guarded(sys), 0, "await: the body waits");
+	ura_actor_info ai;
+	t_must(ura_actor_inspect(sys, b, &ai));
+	t_ok(ai.cls == &metered_body, "a body of a metered class is inspected with its class");
+	t_eq(ai.handled, 40, "its record has its 40 handled messages while it waits");
+	t_ok(ai.behavior && !strcmp(ai.behavior, "(body)"), "and its behavior (%s)",
+	     ai.behavior ? ai.behavior : "null");
+	t_must(ura_send(sys, b, A_STOP));
+	t_rc(await_guarded(sys), 0, "await: stopped");
+	ura_class_metrics cm[4];
+	uint64_t ov;
+	int n = ura_metrics_classes(sys, cm, 4, &ov);
+	t_eq(n, 1, "one metered class");
+	t_eq(cm[0].spawned, 1, "spawned 1");
+	t_eq(cm[0].stopped_normal, 1, "stopped normally 1");
+	t_eq(cm[0].received, 42, "received 42: the kept one, 40 incs, the stop");
+	t_eq(cm[0].handled, 41, "handled 41: a case ran for each but the kept one");
+	t_eq(cm[0].unmatched, 0, "unmatched 0: a kept message is not dropped");
+	t_eq(cm[0].handler.count, 41 / 2, "handler times: 1 in 2 cases timed (%llu)",
+	     (unsigned long long)cm[0].handler.count);
+	ura_hist h;
+	t_must(ura_metrics_class_wait(sys, &metered_body, &h));
+	t_eq(h.count, 21, "mailbox waits sampled 1 in 2 of main's 42 sends (%llu)",
+	     (unsigned long long)h.count);
+	t_must(ura_system_destroy(sys));
+}
+
 int main(void)
 {
 	counters();
@@ -615,5 +675,6 @@ int main(void)
 	mailbox_wait();
 	wakeups_by_kind();
 	bounded_metered();
+	bodies();
 	return t_done();
 }

@@ -70,9 +70,16 @@ struct ura__fiber {
 	const ura_behavior *beh_ok; /* the last behavior a receive checked */
 	/* A bounded mailbox's counted messages taken and not yet given back
 	 * (core/bound.h): given back before the body lets go of the worker
-	 * (bp_give), as a turn gives them back at its end. */
+	 * (stint_end), as a turn gives them back at its end. */
 	struct ura__bp *bp;
 	unsigned bpn;
+	/* A metered class (core/metrics.h): its block on the worker the
+	 * body runs on, and the worker's counts when it was switched in;
+	 * the stint's differences go to the class and the actor's record
+	 * when the body lets go of the worker (stint_end), as a turn's do
+	 * at its end. NULL: not metered. */
+	struct ura__cstat *cs;
+	uint64_t recv0, unm0, dead0, handled, timed_ns;
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
@@ -450,16 +457,25 @@ static inline void resumed(struct ura__fiber *f, struct ura__fiber *prev)
 	}
 }
 
-/* The counted messages this body took since it last gave them back: the
- * depth goes down (muted senders and waiting threads may go on). Before
- * every switch away from the body (switch_out, handoff), so that a body
- * that waits, is taken over or ends never keeps a bounded mailbox full:
- * the depth is never reset, not even by a stop (core/bound.h). */
-static inline void bp_give(struct ura__fiber *f)
+/* The end of the body's stint on a worker, before every switch away from
+ * it (switch_out, handoff), as a turn's end: the counted messages of a
+ * bounded mailbox that it took go back (the depth goes down: muted
+ * senders and waiting threads may go on), so that a body that waits, is
+ * taken over or ends never keeps a bounded mailbox full (the depth is
+ * never reset, not even by a stop: core/bound.h); and a metered class's
+ * counts of the stint go to the class and the actor's record. */
+static inline void stint_end(struct ura__fiber *f)
 {
+	struct ura__worker *w = f->cx.w;
 	if (ura__unlikely(f->bpn)) {
-		ura__bp_taken(f->cx.w->sys, f->cx.w, f->bp, f->bpn);
+		ura__bp_taken(w->sys, w, f->bp, f->bpn);
 		f->bpn = 0;
+	}
+	if (ura__unlikely(f->cs != NULL)) {
+		ura__mx_turn(w->sys, f->cx.a, f->cs, ura__ld(&w->st.received) - f->recv0,
+			     f->handled, ura__ld(&w->st.unmatched) - f->unm0,
+			     ura__ld(&w->st.dead_letters) - f->dead0, f->timed_ns);
+		f->cs = NULL;
 	}
 }
 
@@ -468,7 +484,7 @@ static inline void bp_give(struct ura__fiber *f)
  * address across it (the body may wake on another thread). */
 static __attribute__((noinline)) void switch_out(struct ura__fiber *f, unsigned status)
 {
-	bp_give(f);
+	stint_end(f);
 	f->status = status;
 #ifdef URA__TSAN
 	__tsan_switch_to_fiber(f->tsan_ret, 0);
@@ -511,6 +527,16 @@ static inline void fiber_begin(struct ura__worker *w, struct ura__fiber *f)
 	f->slice = 0;
 	f->same = 0;
 	w->ph.cur = (uint8_t)(URA__MF_SNAPD | (a->snap_ph ? URA__MF_PH : 0));
+	if (ura__unlikely(ura__metered(a->cls))) {
+		/* The worker's counts move only for this body until the
+		 * stint ends: their differences are its own. */
+		f->cs = ura__cstat_of(w->sys, w, a->cls);
+		f->recv0 = ura__ld(&w->st.received);
+		f->unm0 = ura__ld(&w->st.unmatched);
+		f->dead0 = ura__ld(&w->st.dead_letters);
+		f->handled = 0;
+		f->timed_ns = 0;
+	}
 }
 
 #ifndef URA_DETERMINISTIC
@@ -568,7 +594,7 @@ static __attribute__((noinline)) int handoff(struct ura__fiber *f)
 		return 0;
 	}
 	ura__pick_took_next(w);
-	bp_give(f);
+	stint_end(f);
 	/* f's turn ends as ura__fiber_turn ends it (the token: in resumed). */
 	ura__phase_recv(&w->ph, a->snap_ph, f->same);
 	fiber_begin(w, g);
@@ -697,11 +723,13 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 		retire(f, r);
 		f->slice++;
 		ura__inc(&w->st.received);
+		if (ura__unlikely(m->flags & URA__MF_WAIT))
+			ura__mx_waited(f->cs, m); /* its mailbox wait, as a turn's pop */
 		unsigned aph = a->snap_ph ? URA__MF_PH : 0;
 		int drop = 0;
 		if (ura__unlikely(m->flags & URA__MF_BP)) {
 			/* Counted in a bounded mailbox's depth, as in a turn
-			 * (actor/turn.c): given back by bp_give; DROP_OLDEST
+			 * (actor/turn.c): given back by stint_end; DROP_OLDEST
 			 * may owe this one as a drop. relaxed: a hint;
 			 * ura__bp_owed takes it with a CAS. */
 			if (!f->bp)
@@ -748,7 +776,9 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 		case URA__MK_ERROR:
 		case URA__MK_REQ_TIMEOUT:
 			f->busy++;
-			if (!ura__request_done(&f->cx, m) && m->kind != URA__MK_REQ_TIMEOUT)
+			if (ura__request_done(&f->cx, m))
+				f->handled += f->cs != NULL; /* a continuation ran */
+			else if (m->kind != URA__MK_REQ_TIMEOUT)
 				ura__inc(&w->st.unmatched);
 			f->busy--;
 			break;
@@ -769,6 +799,17 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
 	cx->m = m;
 	cx->req_data = NULL;
 	f->busy++;
+	/* A metered class: counted, and 1 in 2^shift timed (the turn's
+	 * sampling, actor/turn.c). The stint may end inside the case (it
+	 * waits in an I/O call or a request): what is timed then goes with
+	 * the stint the case ends in. */
+	uint64_t t0 = 0;
+	if (ura__unlikely(f->cs != NULL)) {
+		f->handled++;
+		struct ura__worker *w = cx->w;
+		if (ura__unlikely(!(++w->mx->tick & w->mx->mask)))
+			t0 = ura__now_ns();
+	}
 	if (m->kind == URA__MK_REQUEST) {
 		cx->req_from = m->from;
 		cx->req_id = m->req;
@@ -779,6 +820,11 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
 		cx->req_open = 0;
 	} else {
 		c->fn(cx, m);
+	}
+	if (ura__unlikely(t0) && f->cs) {
+		uint64_t dt = ura__now_ns() - t0;
+		ura__hist_add(&f->cs->handler, dt);
+		f->timed_ns += dt << cx->sys->mx->shift;
 	}
 	f->busy--;
 	cx->m = NULL;

@@ -173,8 +173,8 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	a->state = state;
 	a->stopping = a->became = 0;
 	/* Sends to a class that asked sample its mailbox wait (core/metrics.h);
-	 * a body receives outside the turn that counts it, so not there. */
-	if ((cls->metrics & URA_CLASS_METRICS_WAIT) && !cls->body)
+	 * a body's receive counts it as a turn's pop does (actor/fiber.c). */
+	if (cls->metrics & URA_CLASS_METRICS_WAIT)
 		hb |= (int)URA__HOME_METERED;
 	atomic_store_explicit(&a->home_node, (uint16_t)(node | (unsigned)hb), memory_order_relaxed);
 	atomic_store_explicit(&a->last_worker, (uint16_t)(w ? w->id : sys->nodes[node].first),

@@ -599,7 +599,10 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
  * A metered class also gets a record per actor, which ura_actor_inspect
  * and ura_metrics_top read. At most URA_METRICS_CLASSES classes are
  * metered per system; later ones are counted in ura_metrics_classes'
- * overflow and otherwise run unmetered.
+ * overflow and otherwise run unmetered. A class with a body is metered as
+ * any other: a case that one of its receives runs counts as a handler,
+ * and its record is brought up to date whenever the body lets go of its
+ * worker (a receive that waits, an I/O call, a batch taken).
  *
  * Histograms are of nanoseconds in URA_HIST_BUCKETS power-of-two buckets:
  * bucket[i] counts values in (64 << (i-1), 64 << i] (bucket[0]: <= 64 ns);
@@ -685,8 +688,8 @@ URA_API int ura_metrics_classes(ura_system *sys, ura_class_metrics *out, unsigne
  * messages waited from the send to the start of the turn that took them,
  * in ~1 us steps (ns >> 10), sampled as its handler times are (1 in
  * sample_every sends from each thread; requests, replies, timers and
- * system messages are not sampled). Bodies (ura_class.body) are not
- * sampled either. 0; -ENOENT: cls is not among ura_metrics_classes (not
+ * system messages are not sampled). For a body (ura_class.body) the wait
+ * ends when a receive takes the message from the mailbox. 0; -ENOENT: cls is not among ura_metrics_classes (not
  * metered, or not spawned yet); -EINVAL. Any thread. */
 URA_API int ura_metrics_class_wait(ura_system *sys, const ura_class *cls, ura_hist *out);
 
