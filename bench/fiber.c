@@ -244,9 +244,15 @@ static int bench_scoped(long long n)
 		if (ura_arg_i64(m, 0) != 2 * i)
 			b_fail("scoped reply");
 	}
+	double total = 0;
+	for (long long i = 0; i < n; i++)
+		total += lat[i];
 	qsort(lat, (size_t)n, sizeof *lat, cmp_d);
-	printf("bench=fiber_scoped n=%lld p50_us=%.2f p90_us=%.2f p99_us=%.2f\n", n,
-	       lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100]);
+	/* rate= and *_lat_us= as bench/contention's, for bench/ab. */
+	printf("bench=fiber_scoped n=%lld p50_us=%.2f p90_us=%.2f p99_us=%.2f "
+	       "rate=%.0f p50_lat_us=%.2f p99_lat_us=%.2f max_lat_us=%.2f\n", n,
+	       lat[n / 2], lat[n * 9 / 10], lat[n * 99 / 100], (double)n / (total / 1e6),
+	       lat[n / 2], lat[n * 99 / 100], lat[n - 1]);
 	free(lat);
 	ura_scoped_free(s);
 	B_CHECK(ura_system_await(sys));
