@@ -40,6 +40,9 @@ struct ura_scoped {
 	pthread_cond_t cond;
 	struct ura_msg *head, *tail; /* copies, oldest first (lock) */
 	int waiting;             /* the thread waits on cond (lock) */
+	/* Moved by every message queued (under lock, relaxed): the thread
+	 * spins on it before it sleeps (sc_spin), and takes under the lock. */
+	_Atomic uint32_t queued;
 	int fd_used;             /* ura_scoped_fd was called: keep efd (lock) */
 	struct ura_msg *cur;     /* handed out last; the thread's */
 	uint32_t next_req;       /* the thread's */
@@ -111,6 +114,8 @@ static void proxy_msg(ura_ctx *cx, const ura_msg *m)
 	else
 		s->head = c;
 	s->tail = c;
+	atomic_store_explicit(&s->queued, atomic_load_explicit(&s->queued, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 	if (was_empty && s->fd_used)
 		efd_raise(s);
 	if (s->waiting)
@@ -286,8 +291,36 @@ static struct ura_msg *sc_take(struct ura_scoped *s, uint32_t req)
 	return m;
 }
 
+/*
+ * Before the thread sleeps on its condition variable it spins (lock let
+ * go) until a message is queued, for at most the workers' own idle spin
+ * (ura_config.spin_ns) or what is left of its timeout. A round trip is
+ * then one hop each way with no thread to wake: the worker that answers
+ * is still spinning from the last one, and the reply is seen without a
+ * futex wake and the kernel's context switch, which cost 3-7 us each on
+ * this machine's VM (bench/README.md: scoped round trip, p50 13 -> 2 us).
+ * Whether anything came or not, the caller looks again under the lock
+ * (the spin only reads a hint). 1: something was queued.
+ */
+static int sc_spin(struct ura_scoped *s, uint64_t until)
+{
+	/* relaxed: a hint; the caller takes under the lock. */
+	uint32_t q0 = atomic_load_explicit(&s->queued, memory_order_relaxed);
+	pthread_mutex_unlock(&s->lock);
+	int got = 0;
+	while (!got && ura__now_ns() < until) {
+		for (int k = 0; k < 32; k++)
+			ura__cpu_relax();
+		got = atomic_load_explicit(&s->queued, memory_order_relaxed) != q0;
+	}
+	pthread_mutex_lock(&s->lock);
+	return got;
+}
+
 static int sc_wait(struct ura_scoped *s, uint32_t req, uint64_t timeout_ns, const ura_msg **out)
 {
+	uint64_t spin = s->sys->spin_ns < timeout_ns ? s->sys->spin_ns : timeout_ns;
+	uint64_t spin_until = spin ? ura__now_ns() + spin : 0;
 	struct timespec dl;
 	clock_gettime(CLOCK_MONOTONIC, &dl);
 	if (timeout_ns != URA_FOREVER) {
@@ -304,6 +337,11 @@ static int sc_wait(struct ura_scoped *s, uint32_t req, uint64_t timeout_ns, cons
 		if (timeout_ns == 0) {
 			rc = -ETIMEDOUT;
 			break;
+		}
+		if (spin_until) {
+			sc_spin(s, spin_until);
+			spin_until = 0; /* once; then look again, then sleep */
+			continue;
 		}
 		s->waiting = 1;
 		int e = timeout_ns == URA_FOREVER ? pthread_cond_wait(&s->cond, &s->lock) :

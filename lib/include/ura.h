@@ -449,7 +449,8 @@ typedef struct ura_config {
 	 * worker sleeps until woken, so an idle system makes no wakeups;
 	 * lib/runtime/worker.c says why no wakeup is lost). */
 	uint64_t idle_wait_ns;
-	/* How long an idle worker spins and tries to steal before sleeping;
+	/* How long an idle worker spins and tries to steal before sleeping,
+	 * and a scoped actor's thread spins before it sleeps in a wait;
 	 * 0: 50 us. */
 	uint64_t spin_ns;
 	/* Timer resolution: deadlines within one slack interval fire together
@@ -1788,7 +1789,10 @@ URA_API int ura_scoped_sendv(ura_scoped *s, ura_ref to, ura_atom tag,
 			     const ura_value *vals, unsigned n);
 /* The oldest waiting message, in *out, valid until the next receive,
  * request or free on s; waits up to timeout_ns for one (0: poll once;
- * URA_FOREVER). 0, -ETIMEDOUT, -EINVAL. */
+ * URA_FOREVER). 0, -ETIMEDOUT, -EINVAL. A wait (here and in
+ * ura_scoped_requestv) spins first, for as long as an idle worker would
+ * (ura_config.spin_ns) or the timeout allows, then sleeps: an answer
+ * that comes within microseconds is taken without a thread wakeup. */
 URA_API int ura_scoped_receive(ura_scoped *s, uint64_t timeout_ns, const ura_msg **out);
 /* Sends a request (the target sees it as any request, answers it with
  * ura_reply or a promise) and waits up to timeout_ns (URA_FOREVER: no
