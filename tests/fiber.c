@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -855,6 +856,54 @@ static void test_bounded(void)
 	t_destroy(sys);
 }
 
+/* ---- more live bodies than the map count allows guarded VMAs ------------- */
+
+/* Whether this kernel has guard regions (MADV_GUARD_INSTALL, 6.13). */
+static int kernel_has_guard_regions(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+	char *m = mmap(NULL, (size_t)ps * 2, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 0;
+	int ok = madvise(m, (size_t)ps, 102 /* MADV_GUARD_INSTALL */) == 0;
+	munmap(m, (size_t)ps * 2);
+	return ok;
+}
+
+static void test_many_live(void)
+{
+	/* A stack guarded by PROT_NONE is two VMAs, so vm.max_map_count
+	 * (65530 by default) capped live bodies near 32 000 (the spawn
+	 * after that: -ENOMEM); with guard regions a stack merges with its
+	 * neighbours' mappings. 40 000 bodies, all waiting at once. */
+	if (!kernel_has_guard_regions()) {
+		t_skip("no MADV_GUARD_INSTALL in this kernel: stacks are two VMAs each");
+		return;
+	}
+	static const ura_class tiny = { .name = "tiny", .body = up_body,
+					.stack_size = URA_STACK_MIN };
+	ura_system *sys = t_system(2);
+	long n = t_scaled(40000), made = 0;
+	int rc = 0;
+	atomic_store(&bodies_up, 0);
+	ura_ref *r = calloc((size_t)n, sizeof *r);
+	for (long i = 0; i < n && r; i++) {
+		if ((rc = ura_spawn(sys, &tiny, NULL, &r[i])) < 0)
+			break;
+		made++;
+	}
+	t_rc(await_guarded(sys), 0, "await");
+	t_eq(made, n, "%ld bodies spawned, all waiting at once (%s)", n,
+	     rc ? ura_strerror(rc) : "no error");
+	t_eq(atomic_load(&bodies_up), made, "every one started");
+	for (long i = 0; i < made; i++) /* each ends on its ping */
+		ura_send(sys, r[i], A_PING, (int64_t)i);
+	t_rc(await_guarded(sys), 0, "await: all ended");
+	free(r);
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	test_start_counted();
@@ -866,5 +915,6 @@ int main(void)
 	test_bad();
 	test_snapshot();
 	test_bounded();
+	test_many_live();
 	return t_done();
 }

@@ -260,18 +260,51 @@ static struct ura__fibsys *fibsys(ura_system *sys)
 	return fs;
 }
 
+/* Linux 6.13's guard regions (uapi asm-generic/mman-common.h): a range
+ * whose access faults with SIGSEGV, marked in the page tables rather than
+ * by a VMA of its own. Debian 12's headers predate it. */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+/* Whether madvise(MADV_GUARD_INSTALL) works here: -1 not tried yet, 1
+ * yes, 0 no (an older kernel: EINVAL). relaxed: each thread that races
+ * the first try finds the same answer. */
+static _Atomic int guard_madv = -1;
+
+/* The guard page at m: a guard region where the kernel has them, so the
+ * stack stays one VMA with its neighbours' (adjacent anonymous mappings
+ * of equal flags merge, and vm.max_map_count, 65530 by default, stops
+ * limiting how many bodies can live); else PROT_NONE, which splits the
+ * mapping in two VMAs (about 32 000 live bodies at most). 0 or -1. */
+static int guard(char *m, size_t ps)
+{
+	int g = atomic_load_explicit(&guard_madv, memory_order_relaxed);
+	if (g != 0) {
+		if (madvise(m, ps, MADV_GUARD_INSTALL) == 0) {
+			if (g < 0)
+				atomic_store_explicit(&guard_madv, 1, memory_order_relaxed);
+			return 0;
+		}
+		if (errno != EINVAL)
+			return -1;
+		atomic_store_explicit(&guard_madv, 0, memory_order_relaxed);
+	}
+	return mprotect(m, ps, PROT_NONE);
+}
+
 /* The fiber record lives at the top of its own stack (the page the body
  * touches first anyway): no allocation besides the mapping. */
 static struct ura__fiber *map_stack(struct ura__fibsys *fs, size_t len)
 {
 	size_t ps = page_size();
 	/* MAP_NORESERVE: no commit charge for the whole stack; pages are
-	 * committed when touched. The guard page below: PROT_NONE. */
+	 * committed when touched. The guard page below (guard()). */
 	char *m = mmap(NULL, len + ps, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
-	if (mprotect(m, ps, PROT_NONE) < 0) {
+	if (guard(m, ps) < 0) {
 		munmap(m, len + ps);
 		return NULL;
 	}
