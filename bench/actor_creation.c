@@ -15,6 +15,14 @@
  * one message that it handles (bytes_per_idle_actor_after_msg: an actor
  * keeps its last message as the mailbox's stub node until the next one
  * arrives).
+ *
+ * --body: the spreading actors are context-switching actors (issue 18),
+ * libcppa's stacked actors of the seed's version: each body receives its
+ * spread(n), spawns its two children, receives their two results and
+ * answers, as sequential code; its stack (16 KiB reserved, URA_STACK_MIN)
+ * comes from the system's pool and goes back when the body returns. The
+ * idle-actor measurement is the event-based one's (bench/fiber create
+ * measures idle bodies).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,6 +78,49 @@ URA_BEHAVIOR(spread_beh,
 	URA_ON(A_SPREAD, "i", on_spread),
 	URA_ON(A_RESULT, "i", on_result));
 static const ura_class spread_class = { .name = "spreading", .state_size = sizeof(spread_state), .initial = &spread_beh };
+
+/* ---- --body: the same tree, as sequential code ------------------------- */
+
+typedef struct { ura_ref parent; int64_t n, acc; } body_state;
+
+static void body_spread(ura_ctx *cx, const ura_msg *m)
+{
+	((body_state *)ura_state(cx))->n = ura_arg_i64(m, 0);
+}
+static void body_result(ura_ctx *cx, const ura_msg *m)
+{
+	((body_state *)ura_state(cx))->acc += ura_arg_i64(m, 0);
+}
+URA_BEHAVIOR(body_spreading, URA_ON(A_SPREAD, "i", body_spread));
+URA_BEHAVIOR(body_collecting, URA_ON(A_RESULT, "i", body_result));
+
+static const ura_class spread_body_class;
+
+static void spread_body(ura_ctx *cx, void *st)
+{
+	body_state *s = st;
+	B_CHECK(ura_receive(cx, &body_spreading, URA_FOREVER));
+	int64_t v = 1;
+	if (s->n > 0) {
+		body_state child = { .parent = ura_self(cx) };
+		for (int i = 0; i < 2; i++) {
+			ura_ref c;
+			B_CHECK(ura_spawn(cx, &spread_body_class, &child, &c));
+			B_CHECK(ura_send(cx, c, A_SPREAD, s->n - 1));
+		}
+		for (int i = 0; i < 2; i++)
+			B_CHECK(ura_receive(cx, &body_collecting, URA_FOREVER));
+		v = s->acc;
+	}
+	if (ura_ref_null(s->parent))
+		result = v;
+	else
+		B_CHECK(ura_send(cx, s->parent, A_RESULT, v));
+	/* Returning stops the actor (URA_NORMAL); its stack goes back. */
+}
+static const ura_class spread_body_class = { .name = "spreading_body",
+					     .state_size = sizeof(body_state),
+					     .body = spread_body, .stack_size = URA_STACK_MIN };
 
 /* ---- the idle-actor measurement ---------------------------------------- */
 
@@ -175,6 +226,7 @@ int main(int argc, char **argv)
 	int64_t N = b_pos(argc, argv, 1, 19);
 	if (N > 30)
 		b_fail("N too large (at most 30)");
+	int body = b_flag(argc, argv, "--body");
 	double idle[2];
 	measure_idle((int64_t)1 << N, idle);
 	ura_system *sys = b_system();
@@ -185,7 +237,12 @@ int main(int argc, char **argv)
 		b_fail("pthread_create");
 	double t0 = b_now();
 	ura_ref root;
-	B_CHECK(ura_spawn(sys, &spread_class, &(spread_state){ .parent = URA_NOREF }, &root));
+	if (body)
+		B_CHECK(ura_spawn(sys, &spread_body_class, &(body_state){ .parent = URA_NOREF },
+				  &root));
+	else
+		B_CHECK(ura_spawn(sys, &spread_class, &(spread_state){ .parent = URA_NOREF },
+				  &root));
 	B_CHECK(ura_send(sys, root, A_SPREAD, N));
 	B_CHECK(ura_system_await(sys));
 	double dt = b_now() - t0;
@@ -205,10 +262,12 @@ int main(int argc, char **argv)
 	}
 	double per_live = live_peak ? (double)(peak_kb - rss0) * 1024.0 / (double)live_peak : 0;
 
-	printf("bench=actor_creation system=ura workers=%u n=%lld actors=%lld live_peak=%llu "
+	printf("bench=actor_creation system=ura workers=%u actors_are=%s n=%lld actors=%lld "
+	       "live_peak=%llu stacks_mapped_end=%llu "
 	       "peak_rss_kb=%ld bytes_per_live_actor=%.0f idle=%lld bytes_per_idle_actor=%.0f "
 	       "bytes_per_idle_actor_after_msg=%.0f wall_s=%.6f rate=%.0f\n",
-	       workers, (long long)N, (long long)actors, (unsigned long long)live_peak,
+	       workers, body ? "bodies" : "event", (long long)N, (long long)actors,
+	       (unsigned long long)live_peak, (unsigned long long)st.stacks_mapped,
 	       peak_kb, per_live, (long long)want, idle[0], idle[1], dt,
 	       (double)actors / dt);
 	return 0;
