@@ -195,6 +195,14 @@ static void ping_sum(ura_ctx *cx, const ura_msg *m)
 	atomic_fetch_add_explicit(&pings_seen, 1, memory_order_release);
 }
 
+/* The forced move below: before each receive the body spawns and wakes a
+ * hog, which a send from a handler puts in this worker's next slot, so the
+ * hog runs here, on the worker the body waits on, as soon as it waits. (A
+ * fresh one each round: the last round's may still spin elsewhere, and a
+ * send to a busy actor would leave it there.) */
+static _Atomic int hog_each_round;
+static int wake_hog(ura_ctx *cx);
+
 static void steal_body(ura_ctx *cx, void *st)
 {
 	(void)st;
@@ -205,6 +213,8 @@ static void steal_body(ura_ctx *cx, void *st)
 	memset(pad, 0x5a, sizeof pad);
 	for (long i = 0; i < per_fiber; i++) {
 		unsigned w0 = ura_worker_id(cx);
+		if (atomic_load(&hog_each_round) && wake_hog(cx) < 0)
+			return;
 		if (ura_receive(cx, &pinging, URA_FOREVER) < 0)
 			return;
 		sum += tl_last; /* read on the thread that ran the case */
@@ -247,36 +257,12 @@ static void hog(ura_ctx *cx, const ura_msg *m)
 URA_BEHAVIOR(hog_beh, URA_ON(A_GO, "", hog));
 static const ura_class hog_class = { .name = "hog", .initial = &hog_beh };
 
-/* The mover: before each receive it spawns and wakes a hog, which a send
- * from a handler puts in this worker's next slot, so the hog runs here, on
- * the worker the mover waits on, as soon as the mover waits. (A fresh one
- * each round: the last round's may still spin elsewhere, and a send to a
- * busy actor would leave it there.) */
-static void mover_body(ura_ctx *cx, void *st)
+static int wake_hog(ura_ctx *cx)
 {
-	(void)st;
-	volatile int64_t sum = 0;
-	char pad[512];
-	memset(pad, 0x5a, sizeof pad);
-	for (long i = 0; i < per_fiber; i++) {
-		unsigned w0 = ura_worker_id(cx);
-		ura_ref h;
-		if (ura_spawn(cx, &hog_class, NULL, &h) < 0)
-			return;
-		ura_send(cx, h, A_GO);
-		if (ura_receive(cx, &pinging, URA_FOREVER) < 0)
-			return;
-		sum += tl_last;
-		if (ura_worker_id(cx) != w0)
-			atomic_fetch_add_explicit(&migrated, 1, memory_order_relaxed);
-	}
-	int ok = sum == per_fiber * (per_fiber + 1) / 2;
-	for (size_t i = 0; i < sizeof pad; i++)
-		ok &= pad[i] == 0x5a;
-	atomic_fetch_add(&stack_ok, ok);
+	ura_ref h;
+	int rc = ura_spawn(cx, &hog_class, NULL, &h);
+	return rc < 0 ? rc : ura_send(cx, h, A_GO);
 }
-static const ura_class mover_class = { .name = "mover", .body = mover_body,
-				       .stack_size = 32 << 10 };
 
 static void test_steal(void)
 {
@@ -308,7 +294,8 @@ static void test_steal(void)
 	per_fiber = 20;
 	ura_ref mover;
 	atomic_store(&hog_started, -1);
-	t_must(ura_spawn(sys, &mover_class, NULL, &mover));
+	atomic_store(&hog_each_round, 1);
+	t_must(ura_spawn(sys, &steal_class, NULL, &mover));
 	long forced = 0;
 	for (long i = 1; i <= per_fiber; i++) {
 		uint64_t end = t_now_ns() + 10 * URA_SEC;
@@ -319,6 +306,7 @@ static void test_steal(void)
 		ura_send(sys, mover, A_PING, (int64_t)i);
 	}
 	t_rc(await_guarded(sys), 0, "the mover's rounds settle");
+	atomic_store(&hog_each_round, 0);
 	t_eq(atomic_load(&stack_ok), 1, "the mover's sum and stack came through intact");
 	/* A hog may still be taken from the slot by the other worker, if
 	 * the mover's turn outlasted the slot's grace (100 us; under TSan a
