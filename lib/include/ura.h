@@ -690,8 +690,9 @@ URA_API int ura_metrics_classes(ura_system *sys, ura_class_metrics *out, unsigne
  * in ~1 us steps (ns >> 10), sampled as its handler times are (1 in
  * sample_every sends from each thread; requests, replies, timers and
  * system messages are not sampled). For a body (ura_class.body) the wait
- * ends when a receive takes the message from the mailbox. 0; -ENOENT: cls is not among ura_metrics_classes (not
- * metered, or not spawned yet); -EINVAL. Any thread. */
+ * ends when a receive takes the message from the mailbox. 0; -ENOENT: cls
+ * is not among ura_metrics_classes (not metered, or not spawned yet);
+ * -EINVAL. Any thread. */
 URA_API int ura_metrics_class_wait(ura_system *sys, const ura_class *cls, ura_hist *out);
 
 /* One actor, as ura_actor_inspect and ura_metrics_top see it. */
