@@ -1661,9 +1661,11 @@ static inline ura_io ura_io_close(ura_ctx *cx, ura_atom tag, int fd)
  * class's destroy callback, which runs as for any actor), and the stack's
  * memory goes back to the pool.
  *
- * Stacks come from a per-system pool, with a PROT_NONE guard page below
- * each and memory committed on first touch (MAP_NORESERVE): an idle actor
- * costs the pages its body touched. Running into the guard page ends the
+ * Stacks come from a per-system pool, with a guard page below each (a
+ * guard region where the kernel has them, Linux 6.13, else PROT_NONE,
+ * which costs a second VMA per stack: vm.max_map_count then caps live
+ * bodies near 32 000) and memory committed on first touch (MAP_NORESERVE):
+ * an idle actor costs the pages its body touched. Running into the guard page ends the
  * process with a message naming the actor's class (a SIGSEGV handler on an
  * alternate signal stack, installed once), rather than corrupting the
  * memory below. kernel-notes/stacks.md has the costs.
