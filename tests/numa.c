@@ -160,6 +160,54 @@ static void test_place_and_flood(int batched)
 	t_destroy(sys);
 }
 
+/* A spawner of node 1 run by node 0's worker (node 1's only worker held
+ * by a hog, so node 0 takes its inject queue, core/sched.c): its child
+ * is placed on the spawner's node, 1, not on the worker's (it was 0
+ * before, seen under a CPU hog by the check above). */
+static _Atomic int g_hog_up, g_release, g_spawner_worker = -1, g_kid_node = -1;
+static void on_hog(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_store(&g_hog_up, 1);
+	uint64_t end = t_now_ns() + 5 * URA_SEC;
+	while (!atomic_load(&g_release) && t_now_ns() < end)
+		;
+}
+URA_BEHAVIOR(hog_beh, URA_ON(A_GO, "", on_hog));
+static const ura_class hog_class = { .name = "hog", .initial = &hog_beh };
+static void on_spawn_away(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_ref c;
+	atomic_store(&g_spawner_worker, (int)ura_worker_id(cx));
+	if (ura_spawn(cx, &sink_class, NULL, &c) == 0)
+		atomic_store(&g_kid_node, ura_actor_node(g_sys, c));
+	atomic_store(&g_release, 1);
+}
+URA_BEHAVIOR(away_beh, URA_ON(A_SPAWN, "", on_spawn_away));
+static const ura_class away_class = { .name = "away", .initial = &away_beh };
+
+static void test_spawn_away(void)
+{
+	setenv("URA_TOPOLOGY", "2x1", 1);
+	ura_system *sys = t_system(0);
+	g_sys = sys;
+	ura_ref hog, sp;
+	t_must(ura_spawn_ex(sys, &hog_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(1) }, &hog));
+	t_must(ura_spawn_ex(sys, &away_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(1) }, &sp));
+	t_must(ura_send(sys, hog, A_GO));
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&g_hog_up) && t_now_ns() - t0 < 5 * URA_SEC)
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	t_must(ura_send(sys, sp, A_SPAWN));
+	t_rc(await_guarded(sys), 0, "await");
+	t_eq(atomic_load(&g_spawner_worker), 0,
+	     "a node-1 actor ran on node 0's worker while node 1's was held");
+	t_eq(atomic_load(&g_kid_node), 1, "and the child it spawned there lives on node 1");
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	test_parse();
@@ -168,6 +216,7 @@ int main(void)
 	setenv("URA_NUMA_BATCH", "0", 1);
 	test_place_and_flood(0);
 	unsetenv("URA_NUMA_BATCH");
+	test_spawn_away();
 	unsetenv("URA_TOPOLOGY");
 	return t_done();
 }

@@ -273,8 +273,13 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (atomic_load_explicit(&sys->shutdown, memory_order_relaxed))
 		return -ESHUTDOWN;
 	/* Placement: a named worker's node, a named node, else the
-	 * spawner's node (node 0 for threads that are not workers). */
-	unsigned node = w ? w->node : 0;
+	 * spawner's node (node 0 for threads that are not workers): the
+	 * spawning actor's home, not the worker's node, which differs when
+	 * another node's worker took the actor over (a stuck node's inject
+	 * queue or next slot, core/sched.c) -- its children would otherwise
+	 * be born where it happened to run. We hold parent's token, so its
+	 * home is exact. */
+	unsigned node = parent ? ura__home(parent) : w ? w->node : 0;
 	if (opts && (!ura__zeroed(opts->reserved_, sizeof opts->reserved_) || opts->reserved0_))
 		return -EINVAL;
 	int watch = opts && (opts->link || opts->monitor);
