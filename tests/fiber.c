@@ -259,8 +259,13 @@ static const ura_class hog_class = { .name = "hog", .initial = &hog_beh };
 
 static int wake_hog(ura_ctx *cx)
 {
+	/* On the node of the worker we run on, which after a forced move
+	 * across nodes (URA_TOPOLOGY=2x1) is not our home: a child is placed
+	 * on its spawner's node, and a wake from another node goes to that
+	 * node's inject queue, not to this worker's next slot. */
 	ura_ref h;
-	int rc = ura_spawn(cx, &hog_class, NULL, &h);
+	int rc = ura_spawn_ex(cx, &hog_class, NULL,
+			      &(ura_spawn_opts){ .worker = URA_WORKER(ura_worker_id(cx)) }, &h);
 	return rc < 0 ? rc : ura_send(cx, h, A_GO);
 }
 
