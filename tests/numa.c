@@ -190,6 +190,13 @@ static const ura_class away_class = { .name = "away", .initial = &away_beh };
 
 static void test_spawn_away(void)
 {
+	/* scripts/det-seeds sets URA_SEED for the deterministic build,
+	 * where one thread runs every worker: a hog holds them all, and no
+	 * worker can take another's actor over meanwhile. */
+	if (getenv("URA_SEED")) {
+		t_skip("the deterministic build runs every worker on one thread");
+		return;
+	}
 	setenv("URA_TOPOLOGY", "2x1", 1);
 	ura_system *sys = t_system(0);
 	g_sys = sys;
