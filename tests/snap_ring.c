@@ -31,10 +31,21 @@ static node_state fin[MAX_ACTORS];    /* each actor's state at destroy */
 /* Gates: the handler that makes hop g_gate[k] waits until snapshot k has
  * been started, so every cut falls mid-flight however late the main
  * thread gets the CPU (a loaded machine once let a ring finish first).
- * Only timing changes: the tokens' results do not. */
+ * Only timing changes: the tokens' results do not.
+ *
+ * Started is not enough: an actor's cut is where it is captured, and a
+ * token sent by an actor not yet captured stays in the old phase. When
+ * the snapshot thread was slow to get the CPU (ASan, a loaded machine),
+ * one worker carried the token, old actor to old actor, to the ring's end
+ * before any actor was captured: a consistent snapshot with nothing in
+ * flight, but not the one this test means to take. So the gate also
+ * waits until every actor that holds no token was captured (they are
+ * idle, so the snapshot thread captures them itself): the token it lets
+ * go then lands on a captured actor and is in flight at the cut. */
 #define MAX_GATES 8
 static _Atomic int64_t g_gate[MAX_GATES];
 static _Atomic int g_ngates, g_opened;
+static _Atomic int g_saves, g_want_saves;
 
 static void gate(int64_t hop)
 {
@@ -43,7 +54,8 @@ static void gate(int64_t hop)
 		if (atomic_load(&g_gate[k]) != hop)
 			continue;
 		uint64_t t0 = t_now_ns();
-		while (atomic_load(&g_opened) <= k && t_now_ns() - t0 < 10 * URA_SEC)
+		while ((atomic_load(&g_opened) <= k || atomic_load(&g_saves) < atomic_load(&g_want_saves)) &&
+		       t_now_ns() - t0 < 10 * URA_SEC)
 			sched_yield();
 	}
 }
@@ -89,6 +101,7 @@ static const ura_class node_class = {
 static int node_save(ura_snap_out *out, const void *state)
 {
 	const node_state *s = state;
+	atomic_fetch_add(&g_saves, 1);
 	int rc = ura_snap_put(out, &s->id, sizeof s->id);
 	if (!rc) rc = ura_snap_put(out, &s->visits, sizeof s->visits);
 	if (!rc) rc = ura_snap_put(out, &s->acc, sizeof s->acc);
@@ -183,6 +196,8 @@ static void run(unsigned workers, int n, int ntok, int64_t len, const char *path
 		uint64_t t0 = t_now_ns();
 		while (atomic_load(&hops) < mark && t_now_ns() - t0 < 20 * URA_SEC)
 			usleep(100);
+		atomic_store(&g_saves, 0);
+		atomic_store(&g_want_saves, n - ntok);
 		int rc = t_snap_start(sys, path, &s, 0);
 		atomic_store(&g_opened, k + 1);
 		if (rc < 0)

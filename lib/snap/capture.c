@@ -305,7 +305,7 @@ void ura__snap_capture(struct ura__worker *w, struct ura__actor *a)
 {
 	ura_system *sys = w->sys;
 	struct ura__snap *S = sys->snap;
-	/* acquire: pairs with the flip in snap_main; the registry, the
+	/* acquire: pairs with the flip in ura_snapshot; the registry, the
 	 * snapshot's id and options are set before it. */
 	unsigned P = atomic_load_explicit(&sys->snap_ph, memory_order_acquire);
 	if (a->snap_ph == P)
@@ -406,7 +406,8 @@ int ura__snap_msg(struct ura__worker *w, struct ura__actor *a, struct ura_msg *m
 	if (mph != a->snap_ph) {
 		/* acquire: as in ura__snap_capture. */
 		unsigned P = atomic_load_explicit(&sys->snap_ph, memory_order_acquire);
-		/* acquire: pairs with the release of the state in snap_main. */
+		/* acquire: read after snap_ph's acquire, which pairs with
+		 * the flip in ura_snapshot (state is stored before it). */
 		uint64_t st = atomic_load_explicit(&S->state, memory_order_acquire);
 		if (mph == P) {
 			/* From the new phase: capture first, it is not in the cut. */
