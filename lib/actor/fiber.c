@@ -73,13 +73,12 @@ struct ura__fiber {
 	 * (stint_end), as a turn gives them back at its end. */
 	struct ura__bp *bp;
 	unsigned bpn;
-	/* A metered class (core/metrics.h): its block on the worker the
-	 * body runs on, and the worker's counts when it was switched in;
-	 * the stint's differences go to the class and the actor's record
-	 * when the body lets go of the worker (stint_end), as a turn's do
-	 * at its end. NULL: not metered. */
-	struct ura__cstat *cs;
-	uint64_t recv0, unm0, dead0, handled, timed_ns;
+	/* A metered class (core/metrics.h): the stint's start (mx.cs
+	 * NULL: not metered), what it handled and timed; they go to the
+	 * class and the actor's record when the body lets go of the worker
+	 * (stint_end), as a turn's do at its end. */
+	struct ura__mx_mark mx;
+	uint64_t handled, timed_ns;
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
@@ -504,11 +503,9 @@ static inline void stint_end(struct ura__fiber *f)
 		ura__bp_taken(w->sys, w, f->bp, f->bpn);
 		f->bpn = 0;
 	}
-	if (ura__unlikely(f->cs != NULL)) {
-		ura__mx_turn(w->sys, f->cx.a, f->cs, ura__ld(&w->st.received) - f->recv0,
-			     f->handled, ura__ld(&w->st.unmatched) - f->unm0,
-			     ura__ld(&w->st.dead_letters) - f->dead0, f->timed_ns);
-		f->cs = NULL;
+	if (ura__unlikely(f->mx.cs != NULL)) {
+		ura__mx_end(w->sys, w, f->cx.a, &f->mx, f->handled, f->timed_ns);
+		f->mx.cs = NULL;
 	}
 }
 
@@ -561,12 +558,7 @@ static inline void fiber_begin(struct ura__worker *w, struct ura__fiber *f)
 	f->same = 0;
 	w->ph.cur = (uint8_t)(URA__MF_SNAPD | (a->snap_ph ? URA__MF_PH : 0));
 	if (ura__unlikely(ura__metered(a->cls))) {
-		/* The worker's counts move only for this body until the
-		 * stint ends: their differences are its own. */
-		f->cs = ura__cstat_of(w->sys, w, a->cls);
-		f->recv0 = ura__ld(&w->st.received);
-		f->unm0 = ura__ld(&w->st.unmatched);
-		f->dead0 = ura__ld(&w->st.dead_letters);
+		ura__mx_begin(w->sys, w, a->cls, &f->mx);
 		f->handled = 0;
 		f->timed_ns = 0;
 	}
@@ -757,22 +749,13 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 		f->slice++;
 		ura__inc(&w->st.received);
 		if (ura__unlikely(m->flags & URA__MF_WAIT))
-			ura__mx_waited(f->cs, m); /* its mailbox wait, as a turn's pop */
+			ura__mx_waited(f->mx.cs, m); /* its mailbox wait, as a turn's pop */
 		unsigned aph = a->snap_ph ? URA__MF_PH : 0;
 		int drop = 0;
-		if (ura__unlikely(m->flags & URA__MF_BP)) {
-			/* Counted in a bounded mailbox's depth, as in a turn
-			 * (actor/turn.c): given back by stint_end; DROP_OLDEST
-			 * may owe this one as a drop. relaxed: a hint;
-			 * ura__bp_owed takes it with a CAS. */
-			if (!f->bp)
-				f->bp = ura__bp_of(sys, a->idx);
-			if (f->bp) {
-				f->bpn++;
-				drop = atomic_load_explicit(&f->bp->owed, memory_order_relaxed) &&
-				       ura__bp_owed(sys, f->bp);
-			}
-		}
+		/* Counted in a bounded mailbox's depth, as in a turn: given
+		 * back by stint_end; DROP_OLDEST may owe this one as a drop. */
+		if (ura__unlikely(m->flags & URA__MF_BP))
+			drop = ura__bp_took(sys, a->idx, &f->bp, &f->bpn);
 		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph)) {
 			f->same++;
 		} else {
@@ -810,7 +793,7 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 		case URA__MK_REQ_TIMEOUT:
 			f->busy++;
 			if (ura__request_done(&f->cx, m))
-				f->handled += f->cs != NULL; /* a continuation ran */
+				f->handled += f->mx.cs != NULL; /* a continuation ran */
 			else if (m->kind != URA__MK_REQ_TIMEOUT)
 				ura__inc(&w->st.unmatched);
 			f->busy--;
@@ -837,7 +820,7 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
 	 * waits in an I/O call or a request): what is timed then goes with
 	 * the stint the case ends in. */
 	uint64_t t0 = 0;
-	if (ura__unlikely(f->cs != NULL)) {
+	if (ura__unlikely(f->mx.cs != NULL)) {
 		f->handled++;
 		struct ura__worker *w = cx->w;
 		if (ura__unlikely(!(++w->mx->tick & w->mx->mask)))
@@ -854,9 +837,9 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
 	} else {
 		c->fn(cx, m);
 	}
-	if (ura__unlikely(t0) && f->cs) {
+	if (ura__unlikely(t0) && f->mx.cs) {
 		uint64_t dt = ura__now_ns() - t0;
-		ura__hist_add(&f->cs->handler, dt);
+		ura__hist_add(&f->mx.cs->handler, dt);
 		f->timed_ns += dt << cx->sys->mx->shift;
 	}
 	f->busy--;

@@ -217,13 +217,11 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	/* Metered classes (core/metrics.h): one lookup per turn, the counts
 	 * taken as differences of the worker's own, so the loop below gains
 	 * one test per message and, 1 in 2^shift, two clock reads. */
-	struct ura__cstat *cs = metered ? ura__cstat_of(sys, w, a->cls) : NULL;
-	uint64_t recv0 = 0, unm0 = 0, dead0 = 0, handled = 0, timed_ns = 0;
-	if (ura__unlikely(cs != NULL)) {
-		recv0 = ura__ld(&w->st.received);
-		unm0 = ura__ld(&w->st.unmatched);
-		dead0 = ura__ld(&w->st.dead_letters);
-	}
+	struct ura__mx_mark mk = { 0 };
+	uint64_t handled = 0, timed_ns = 0;
+	if (metered)
+		ura__mx_begin(sys, w, a->cls, &mk);
+	struct ura__cstat *cs = mk.cs;
 
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		retire(w, a, r);
@@ -236,14 +234,8 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 			same++;
 		} else {
 			int drop = 0;
-			if (m->flags & URA__MF_BP) {
-				if (!bp)
-					bp = ura__bp_of(sys, a->idx);
-				bpn++;
-				/* relaxed: a hint; ura__bp_owed takes it with a CAS. */
-				drop = atomic_load_explicit(&bp->owed, memory_order_relaxed) &&
-				       ura__bp_owed(sys, bp);
-			}
+			if (m->flags & URA__MF_BP)
+				drop = ura__bp_took(sys, a->idx, &bp, &bpn);
 			if ((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph) {
 				same++;
 			} else {
@@ -318,9 +310,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		ura__bp_taken(sys, w, bp, bpn);
 	URA_PROBE3(turn_end, a->idx, w->id, n);
 	if (ura__unlikely(cs != NULL))
-		ura__mx_turn(sys, a, cs, ura__ld(&w->st.received) - recv0,
-			     handled, ura__ld(&w->st.unmatched) - unm0,
-			     ura__ld(&w->st.dead_letters) - dead0, timed_ns);
+		ura__mx_end(sys, w, a, &mk, handled, timed_ns);
 	/* The turn's demonitors (actor/signal.c 3.), into this turn's
 	 * batches. */
 	if (ura__unlikely(ura__sig_dem_pending(a)))

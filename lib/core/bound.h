@@ -91,6 +91,23 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 /* The receiver's turn took a counted message: true when DROP_OLDEST owes
  * a drop, and this message is it (the caller drops it as handled). */
 int ura__bp_owed(ura_system *sys, struct ura__bp *bp);
+/* A pop of a counted message (URA__MF_BP), on the turn's rare branch
+ * (actor/turn.c), and on a body's receive (actor/fiber.c), which keeps
+ * the turn's rules: the slot's record is found once (*bp) and the message
+ * counted (*bpn), both given back once, when the turn or the body's stint
+ * ends (ura__bp_taken). True when DROP_OLDEST owes a drop and this message
+ * is it: the caller drops it as handled. */
+static inline int ura__bp_took(ura_system *sys, uint32_t idx, struct ura__bp **bp,
+			       unsigned *bpn)
+{
+	if (!*bp)
+		*bp = ura__bp_of(sys, idx);
+	if (ura__unlikely(!*bp))
+		return 0; /* never: a counted message's receiver has a record */
+	++*bpn;
+	/* relaxed: a hint; ura__bp_owed takes it with a CAS. */
+	return atomic_load_explicit(&(*bp)->owed, memory_order_relaxed) && ura__bp_owed(sys, *bp);
+}
 /* The receiver's turn took n counted messages: the depth goes down, and
  * below low water muted senders are released and waiters woken. */
 void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, unsigned n);

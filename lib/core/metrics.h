@@ -289,4 +289,30 @@ static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
 		ura__st(&r->beh, a->beh->name);
 }
 
+/* A metered turn, or a body's stint on a worker (actor/fiber.c), which
+ * keeps the turn's rules: the class's block on this worker, and the
+ * worker's counts at the start. Those counts move only for this actor
+ * until the end, so their differences are its own (no per-message count
+ * of its own). cs NULL: not metered (or the class table is full). */
+struct ura__mx_mark {
+	struct ura__cstat *cs;
+	uint64_t recv0, unm0, dead0;
+};
+static inline void ura__mx_begin(ura_system *sys, struct ura__worker *w,
+				 const ura_class *cls, struct ura__mx_mark *k)
+{
+	k->cs = ura__cstat_of(sys, w, cls);
+	k->recv0 = ura__ld(&w->st.received);
+	k->unm0 = ura__ld(&w->st.unmatched);
+	k->dead0 = ura__ld(&w->st.dead_letters);
+}
+/* The end: the differences, with what the caller counted (handled, and
+ * the sampled handler time scaled), to the class and the actor's record. */
+static inline void ura__mx_end(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+			       const struct ura__mx_mark *k, uint64_t handled, uint64_t ns)
+{
+	ura__mx_turn(sys, a, k->cs, ura__ld(&w->st.received) - k->recv0, handled,
+		     ura__ld(&w->st.unmatched) - k->unm0,
+		     ura__ld(&w->st.dead_letters) - k->dead0, ns);
+}
 #endif
