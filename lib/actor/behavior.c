@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "actor/actor.h"
+#include "core/metrics.h"
 #include "guard/guard.h"
 
 
@@ -166,6 +167,8 @@ URA_API int ura_become_with(ura_ctx *cx, const ura_behavior *b, ura_value bound)
 	}
 	cx->a->beh = b;
 	cx->a->became = 1;
+	if (ura__unlikely(ura__metered(cx->a->cls)))
+		ura__mx_beh(cx->sys, cx->a);
 	return 0;
 }
 

@@ -271,8 +271,11 @@ static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
 {
 	ura__add(&cs->received, received);
 	ura__add(&cs->handled, handled);
-	ura__add(&cs->unmatched, unmatched);
-	ura__add(&cs->dead_letters, dead);
+	/* Rare: a test is cheaper than a load and store of a zero. */
+	if (ura__unlikely(unmatched))
+		ura__add(&cs->unmatched, unmatched);
+	if (ura__unlikely(dead))
+		ura__add(&cs->dead_letters, dead);
 	struct ura__amx *r = ura__amx_at(sys, ura__idx_no(a->idx));
 	if (!r || ura__ld(&r->cls) == NULL)
 		return; /* no record (no memory at its spawn), or stopped */
@@ -285,8 +288,16 @@ static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
 	ura__add(&r->handled, handled);
 	if (ns)
 		ura__add(&r->handler_ns, ns);
-	if (a->beh)
-		ura__st(&r->beh, a->beh->name);
+	/* The behavior's name is stored where it changes (ura__mx_beh), not
+	 * here: 5 instructions of every turn (bench/README.md, issue 17). */
+}
+/* A metered actor's behavior changed (become, restore): its record says
+ * so. Token holder. */
+static inline void ura__mx_beh(ura_system *sys, struct ura__actor *a)
+{
+	struct ura__amx *r = ura__amx_at(sys, ura__idx_no(a->idx));
+	if (r && ura__ld(&r->cls) != NULL)
+		ura__st(&r->beh, a->beh ? a->beh->name : NULL);
 }
 
 /* A metered turn, or a body's stint on a worker (actor/fiber.c), which

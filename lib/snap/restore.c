@@ -15,6 +15,7 @@
 
 #include "actor/actor.h"
 #include "actor/group.h"
+#include "core/metrics.h"
 #include "snap/file.h"
 #include "snap/snap_int.h"
 #include "time/delay.h"
@@ -431,8 +432,11 @@ static int fill_actor(struct restore *R, struct ractor *x)
 		memcpy(a->state, x->state.p, x->state.n);
 	}
 	x->loaded = 1;
-	if (x->beh >= 0)
+	if (x->beh >= 0) {
 		a->beh = reg->sc.behaviors[x->beh];
+		if (ura__metered(a->cls))
+			ura__mx_beh(R->sys, a);
+	}
 	if (!(x->flags & URA__AF_BOUND) && !x->nstash)
 		return 0;
 	struct ura__actor_x *ax = ura__actor_x(NULL, a); /* off the workers */
