@@ -4,7 +4,11 @@
  * the Erlang node serving dist_bench:serve/0, then
  *  - ura -> Erlang: N one-way messages {seq, I} to {bench, Node}, at most
  *    50000 unacknowledged (the sink acks every 10000);
- *  - K round trips {ping, Self, I} -> {pong, I}, one at a time: p50, p99.
+ *  - K round trips {ping, Self, I} -> {pong, I}, one at a time: p50, p99;
+ *  - K / 10 DOWNs: a ura actor that the Erlang server monitors ({watch,
+ *    Self, Victim} -> {watching, Victim}) is told to stop; the time from
+ *    that order to the server's receipt of its 'DOWN' ({downat, T}, both
+ *    clocks CLOCK_REALTIME on this one machine): p50, p99.
  * The same protocol as dist_bench:e2e/1, Erlang node to Erlang node.
  *   dist NODE N K   (the cookie from ~/.erlang.cookie, or $URA_COOKIE)
  */
@@ -27,15 +31,43 @@ static uint64_t now_ns(void)
 static ura_ref bench;
 static long N, K;
 static uint64_t t0, t1;
-static uint64_t *lat;
+static uint64_t *lat, *downs;
+static long D;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int finished;
 
 typedef struct {
-	long sent, acked, pings;
-	uint64_t ping_t;
+	long sent, acked, pings, nd;
+	uint64_t ping_t, die_t;
+	ura_ref victim;
 } client;
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_die(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_stop(cx);
+}
+URA_BEHAVIOR(victim_beh, URA_ON(URA_ATOM("die"), "", on_die));
+static const ura_class victim_class = { .name = "victim", .initial = &victim_beh };
+
+/* The next DOWN round: a fresh victim for the server to watch. */
+static void watch(ura_ctx *cx)
+{
+	client *c = ura_state(cx);
+	if (ura_spawn(cx, &victim_class, NULL, &c->victim) < 0) {
+		fprintf(stderr, "FAIL: spawn\n");
+		exit(1);
+	}
+	ura_send(cx, bench, URA_ATOM("watch"), ura_self(cx), c->victim);
+}
 
 static void pump(ura_ctx *cx)
 {
@@ -81,8 +113,29 @@ static void on_pong(ura_ctx *cx, const ura_msg *m)
 		exit(1);
 	}
 	lat[c->pings++] = now_ns() - c->ping_t;
-	if (c->pings < K) {
+	if (c->pings < K)
 		ping(cx);
+	else
+		watch(cx);
+}
+
+/* The server monitors the victim now (its MONITOR_P came before this on
+ * the connection): the order to stop. */
+static void on_watching(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	client *c = ura_state(cx);
+	c->die_t = real_ns();
+	ura_send(cx, c->victim, URA_ATOM("die"));
+}
+
+static void on_downat(ura_ctx *cx, const ura_msg *m)
+{
+	client *c = ura_state(cx);
+	int64_t t = ura_arg_i64(m, 0);
+	downs[c->nd++] = (uint64_t)t > c->die_t ? (uint64_t)t - c->die_t : 0;
+	if (c->nd < D) {
+		watch(cx);
 		return;
 	}
 	pthread_mutex_lock(&mu);
@@ -96,7 +149,9 @@ URA_BEHAVIOR(client_beh,
 	URA_ON(URA_ATOM("start"), "", on_start),
 	URA_ON(URA_ATOM("ack"), "i", on_ack),
 	URA_ON(URA_ATOM("done"), "i", on_done),
-	URA_ON(URA_ATOM("pong"), "i", on_pong));
+	URA_ON(URA_ATOM("pong"), "i", on_pong),
+	URA_ON(URA_ATOM("watching"), "r", on_watching),
+	URA_ON(URA_ATOM("downat"), "i", on_downat));
 static const ura_class client_class = {
 	.name = "client", .state_size = sizeof(client), .initial = &client_beh,
 };
@@ -115,7 +170,9 @@ int main(int argc, char **argv)
 	}
 	N = atol(argv[2]);
 	K = atol(argv[3]);
+	D = K / 10 > 0 ? K / 10 : 1;
 	lat = calloc((size_t)K, sizeof *lat);
+	downs = calloc((size_t)D, sizeof *downs);
 	ura_system *sys;
 	ura_dist *d;
 	char name[32];
@@ -140,12 +197,19 @@ int main(int argc, char **argv)
 		pthread_cond_wait(&cv, &mu);
 	pthread_mutex_unlock(&mu);
 	qsort(lat, (size_t)K, sizeof *lat, cmp);
-	printf("bench=dist system=ura n=%ld rate=%.0f rtt_p50_us=%.1f rtt_p99_us=%.1f\n", N,
-	       (double)N * 1e9 / (double)(t1 - t0), lat[K / 2] / 1e3,
-	       lat[K * 99 / 100 > 0 ? K * 99 / 100 - 1 : 0] / 1e3);
+	qsort(downs, (size_t)D, sizeof *downs, cmp);
+	/* The Erlang side's ranks: lists:nth(max(1, K div 2)) and
+	 * lists:nth(max(1, K * 99 div 100)), 1-based. */
+#define RANK(n, num, den) ((n) * (num) / (den) > 0 ? (n) * (num) / (den) - 1 : 0)
+	printf("bench=dist system=ura n=%ld rate=%.0f rtt_p50_us=%.1f rtt_p99_us=%.1f "
+	       "down_p50_us=%.1f down_p99_us=%.1f\n", N,
+	       (double)N * 1e9 / (double)(t1 - t0), lat[RANK(K, 1, 2)] / 1e3,
+	       lat[RANK(K, 99, 100)] / 1e3, downs[RANK(D, 1, 2)] / 1e3,
+	       downs[RANK(D, 99, 100)] / 1e3);
 	ura_dist_stop(d);
 	ura_system_await_for(sys, 10 * URA_SEC);
 	ura_system_destroy(sys);
 	free(lat);
+	free(downs);
 	return 0;
 }
