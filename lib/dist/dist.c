@@ -445,12 +445,21 @@ static void frame_end(ei_x_buff *x)
 	put32((uint8_t *)x->buff, (uint32_t)(x->index - 4));
 }
 
+/* A ura atom is at most URA_ATOM_MAX of [0-9A-Za-z_]: ASCII, so its
+ * SMALL_ATOM_UTF8_EXT is its bytes as they are. Written here rather than
+ * by ei_x_encode_atom, which measures and converts each one from Latin-1
+ * (14% of a proxy's send, perf: bench/README.md, issue 19). The peer
+ * takes UTF-8 atoms (F_UTF8_ATOMS is in NEED_FLAGS). */
 static int enc_atom(ei_x_buff *x, ura_atom a)
 {
-	char buf[URA_ATOM_MAX + 1];
+	char b[2 + URA_ATOM_MAX + 1];
 	if (a == URA_NOCONNECTION)
 		return ei_x_encode_atom(x, "noconnection");
-	return ei_x_encode_atom(x, ura_atom_name(a, buf));
+	ura_atom_name(a, b + 2);
+	size_t n = strlen(b + 2);
+	b[0] = (char)ERL_SMALL_ATOM_UTF8_EXT;
+	b[1] = (char)n;
+	return ei_x_append_buf(x, b, (int)n + 2);
 }
 
 static int enc_value(struct ura_dist *d, ei_x_buff *x, const ura_value *v)
@@ -637,6 +646,12 @@ struct proxy {
 	char name[MAXATOMLEN_UTF8]; /* named: the registered name */
 	char node[MAXATOMLEN_UTF8];
 	uint32_t num, serial, creation; /* a pid proxy's process */
+	/* The frame each send is encoded into, kept from one to the next
+	 * (index 0: unused yet); and the encoded control tuple for the last
+	 * sender (a local pid never changes: bench/README.md, issue 19). */
+	ei_x_buff out, ctl;
+	ura_ref ctl_from;
+	int have_out, have_ctl;
 };
 
 struct proxy_arg {
@@ -1745,32 +1760,65 @@ static void on_proxy_start(ura_ctx *cx, const ura_msg *m)
 	ura_link(cx, px->conn);
 }
 
+/* The control tuple of a send from `sender` to px's process, into
+ * px->ctl: kept while the sender stays the same (a plain SEND names no
+ * sender, so one serves all). -1: no memory, or no pid for the sender. */
+static int proxy_ctl(struct proxy *px, ura_ref sender)
+{
+	int any = !px->named && !(px->peer_flags & F_SEND_SENDER);
+	if (px->have_ctl && (any || ura_ref_eq(sender, px->ctl_from)))
+		return 0;
+	erlang_pid from, to;
+	if (!any && local_pid(px->d, sender, &from) < 0)
+		return -1;
+	if (!px->have_ctl) {
+		if (ei_x_new(&px->ctl) < 0)
+			return -1;
+		px->have_ctl = 1;
+	}
+	ei_x_buff *x = &px->ctl;
+	x->index = 0;
+	int rc;
+	if (px->named) {
+		/* {6, FromPid, '', ToName} */
+		rc = ei_x_encode_tuple_header(x, 4) | ei_x_encode_long(x, OP_REG_SEND) |
+		     ei_x_encode_pid(x, &from) | ei_x_encode_atom(x, "") |
+		     ei_x_encode_atom(x, px->name);
+	} else if (!any) {
+		proxy_pid(px, &to);
+		rc = ei_x_encode_tuple_header(x, 3) | ei_x_encode_long(x, OP_SEND_SENDER) |
+		     ei_x_encode_pid(x, &from) | ei_x_encode_pid(x, &to);
+	} else {
+		proxy_pid(px, &to);
+		rc = ei_x_encode_tuple_header(x, 3) | ei_x_encode_long(x, OP_SEND) |
+		     ei_x_encode_atom(x, "") | ei_x_encode_pid(x, &to);
+	}
+	if (rc < 0) {
+		px->have_ctl = 0;
+		ei_x_free(x);
+		return -1;
+	}
+	px->ctl_from = sender;
+	return 0;
+}
+
 static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 {
 	struct proxy *px = ura_state(cx);
 	struct ura_dist *d = px->d;
-	erlang_pid from, to;
 	ura_ref sender = ura_sender(cx);
-	if (local_pid(d, ura_ref_null(sender) ? ura_self(cx) : sender, &from) < 0)
+	if (proxy_ctl(px, ura_ref_null(sender) ? ura_self(cx) : sender) < 0)
 		return;
-	ei_x_buff x;
-	if (frame_begin(&x) < 0)
-		return;
-	int rc;
-	if (px->named) {
-		/* {6, FromPid, '', ToName} */
-		rc = ei_x_encode_tuple_header(&x, 4) | ei_x_encode_long(&x, OP_REG_SEND) |
-		     ei_x_encode_pid(&x, &from) | ei_x_encode_atom(&x, "") |
-		     ei_x_encode_atom(&x, px->name);
-	} else if (px->peer_flags & F_SEND_SENDER) {
-		proxy_pid(px, &to);
-		rc = ei_x_encode_tuple_header(&x, 3) | ei_x_encode_long(&x, OP_SEND_SENDER) |
-		     ei_x_encode_pid(&x, &from) | ei_x_encode_pid(&x, &to);
-	} else {
-		proxy_pid(px, &to);
-		rc = ei_x_encode_tuple_header(&x, 3) | ei_x_encode_long(&x, OP_SEND) |
-		     ei_x_encode_atom(&x, "") | ei_x_encode_pid(&x, &to);
+	/* [length 4][112][131 control][131 message], in the kept buffer. */
+	static const char hdr[6] = { 0, 0, 0, 0, 112, (char)131 /* version */ };
+	if (!px->have_out) {
+		if (ei_x_new(&px->out) < 0)
+			return;
+		px->have_out = 1;
 	}
+	ei_x_buff x = px->out;
+	x.index = 0;
+	int rc = ei_x_append_buf(&x, hdr, 6) | ei_x_append_buf(&x, px->ctl.buff, px->ctl.index);
 	unsigned n = ura_msg_count(m);
 	rc |= ei_x_encode_version(&x);
 	if (n)
@@ -1789,7 +1837,13 @@ static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 		frame_end(&x);
 		ura_send(cx, px->conn, T_OUT, ura_v_bytes(x.buff, (size_t)x.index));
 	}
-	ei_x_free(&x);
+	/* Kept for the next send (it may have grown), unless one big
+	 * message made it big: then it goes, and the next starts small. */
+	px->out = x;
+	if (x.buffsz > 65536) {
+		ei_x_free(&px->out);
+		px->have_out = 0;
+	}
 }
 
 static void on_proxy_exit(ura_ctx *cx, const ura_msg *m)
@@ -1850,6 +1904,10 @@ static void proxy_destroy(void *state)
 	struct proxy *px = state;
 	struct ura_dist *d = px->d;
 	uint64_t v;
+	if (px->have_out)
+		ei_x_free(&px->out);
+	if (px->have_ctl)
+		ei_x_free(&px->ctl);
 	pthread_mutex_lock(&d->mu);
 	if (map_get(&d->rproxy, px->self.id, &v)) {
 		struct rproc *rp = (struct rproc *)(uintptr_t)v;
