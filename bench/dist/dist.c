@@ -11,6 +11,9 @@
  *    clocks CLOCK_REALTIME on this one machine): p50, p99.
  * The same protocol as dist_bench:e2e/1, Erlang node to Erlang node.
  *   dist NODE N K   (the cookie from ~/.erlang.cookie, or $URA_COOKIE)
+ *   dist --serve NAME   the server's side as a ura node NAME@host (what
+ *                       dist_bench:serve/0 does), until it gets `stop` or
+ *                       a signal: ura node to ura node, same protocol.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -156,6 +159,101 @@ static const ura_class client_class = {
 	.name = "client", .state_size = sizeof(client), .initial = &client_beh,
 };
 
+/* ---- the server, as dist_bench:serve/0 ---------------------------------- */
+
+typedef struct {
+	ura_ref from, watcher;
+	long i, n;
+	ura_mon mon;
+} server;
+
+static void on_sink(ura_ctx *cx, const ura_msg *m)
+{
+	server *s = ura_state(cx);
+	s->from = ura_arg_ref(m, 0);
+	s->n = ura_arg_i64(m, 1);
+	s->i = 0;
+}
+
+static void on_seq(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	server *s = ura_state(cx);
+	if (++s->i % 10000 == 0 && s->i < s->n)
+		ura_send(cx, s->from, URA_ATOM("ack"), s->i);
+	if (s->i == s->n)
+		ura_send(cx, s->from, URA_ATOM("done"), s->n);
+}
+
+static void on_ping(ura_ctx *cx, const ura_msg *m)
+{
+	ura_send(cx, ura_arg_ref(m, 0), URA_ATOM("pong"), ura_arg_i64(m, 1));
+}
+
+static void on_watch(ura_ctx *cx, const ura_msg *m)
+{
+	server *s = ura_state(cx);
+	s->watcher = ura_arg_ref(m, 0);
+	ura_ref victim = ura_arg_ref(m, 1);
+	s->mon = ura_monitor(cx, victim);
+	ura_send(cx, s->watcher, URA_ATOM("watching"), victim);
+}
+
+static void on_down(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	server *s = ura_state(cx);
+	ura_send(cx, s->watcher, URA_ATOM("downat"), (int64_t)real_ns());
+}
+
+static void on_srv_stop(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	pthread_mutex_lock(&mu);
+	finished = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	ura_stop(cx);
+}
+
+URA_BEHAVIOR(server_beh,
+	URA_ON(URA_ATOM("sink"), "ri", on_sink),
+	URA_ON(URA_ATOM("seq"), "i", on_seq),
+	URA_ON(URA_ATOM("ping"), "ri", on_ping),
+	URA_ON(URA_ATOM("watch"), "rr", on_watch),
+	URA_ON_ANY(URA_DOWN, on_down),
+	URA_ON(URA_ATOM("stop"), "", on_srv_stop));
+static const ura_class server_class = {
+	.name = "server", .state_size = sizeof(server), .initial = &server_beh,
+};
+
+static int serve(const char *name)
+{
+	ura_system *sys;
+	ura_dist *d;
+	if (ura_system_new(&sys, NULL) < 0)
+		return 1;
+	int rc = ura_dist_start(sys, &(ura_dist_opts){ .name = name, .cookie = getenv("URA_COOKIE") }, &d);
+	if (rc < 0) {
+		fprintf(stderr, "FAIL: ura_dist_start: %s\n", ura_strerror(rc));
+		return 1;
+	}
+	ura_ref r;
+	if (ura_spawn(sys, &server_class, NULL, &r) < 0 ||
+	    ura_register(sys, URA_ATOM("bench"), r) < 0) {
+		fprintf(stderr, "FAIL: the server actor\n");
+		return 1;
+	}
+	pthread_mutex_lock(&mu);
+	while (!finished)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	ura_dist_stop(d);
+	ura_system_await_for(sys, 10 * URA_SEC);
+	ura_system_destroy(sys);
+	return 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -164,8 +262,10 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--serve"))
+		return serve(argv[2]);
 	if (argc != 4) {
-		fprintf(stderr, "usage: dist NODE N K\n");
+		fprintf(stderr, "usage: dist NODE N K | dist --serve NAME\n");
 		return 2;
 	}
 	N = atol(argv[2]);
