@@ -13,6 +13,9 @@
  *    unaffected;
  *  - malformed terms from a raw socket that did the handshake: that
  *    connection closes with a log line;
+ *  - large messages in fragments, both ways: a small one sent after a
+ *    large one to the same process overtakes it, and Erlang's fragments
+ *    are put back together;
  *  - the erl node killed: noconnection to the monitors of its process
  *    and of the node.
  * Skips when erl or erlc is missing, or when built without libei.
@@ -60,8 +63,10 @@ static struct {
 	ura_mon peer_mon, node_mon, tick_mon;
 	ura_atom peer_down, node_down, tick_down;
 	long echoed;
+	long big_len, big_ok, big_smalls;  /* Erlang's view of our large one */
+	long bigin_len, bigin_ok;          /* ours of Erlang's */
 	/* the log */
-	int wrong_cookie_lines, malformed_lines, no_tick_lines;
+	int wrong_cookie_lines, malformed_lines, no_tick_lines, fragment_lines;
 } R;
 
 static ura_ref uratest, calc, mine1, mine2;
@@ -78,6 +83,8 @@ static void sink(void *ud, int level, const char *msg)
 		R.malformed_lines++;
 	if (strstr(msg, "no tick"))
 		R.no_tick_lines++;
+	if (strstr(msg, "in fragments (the first in"))
+		R.fragment_lines++;
 	pthread_mutex_unlock(&mu);
 	if (level <= URA_LOG_WARN || getenv("DIST_VERBOSE"))
 		printf("# log: %s\n", msg);
@@ -261,6 +268,56 @@ static void on_echoed(ura_ctx *cx, const ura_msg *m)
 	wake();
 }
 
+/* Large messages: BIG_BLOCKS copies of the bytes 0..250. */
+#define BIG_BLOCKS 32768
+static int big_pattern_ok(const uint8_t *p, size_t n)
+{
+	if (n != 251u * BIG_BLOCKS)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != i % 251)
+			return 0;
+	return 1;
+}
+
+/* Sends a large message to the peer, then has a helper send 20 small
+ * ones to the same process: fragments let them go first. */
+static void on_bigtest(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref helper = ura_arg_ref(m, 0);
+	size_t n = 251u * BIG_BLOCKS;
+	uint8_t *b = malloc(n);
+	if (!b)
+		return;
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(i % 251);
+	ura_send(cx, R.peer, AT("bigtest"), ura_self(cx));
+	ura_send(cx, R.peer, AT("big"), ura_v_bytes(b, n));
+	free(b);
+	ura_send(cx, helper, AT("smalls"), 20);
+}
+
+static void on_bigok(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	pthread_mutex_lock(&mu);
+	R.big_len = ura_arg_i64(m, 0);
+	R.big_ok = ura_arg_i64(m, 1);
+	R.big_smalls = ura_arg_i64(m, 2);
+	wake();
+}
+
+static void on_bigin(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	size_t n;
+	const uint8_t *p = ura_arg_bytes(m, 0, &n);
+	pthread_mutex_lock(&mu);
+	R.bigin_len = (long)n;
+	R.bigin_ok = big_pattern_ok(p, n);
+	wake();
+}
+
 URA_BEHAVIOR(tester_beh,
 	URA_ON(AT("hello"), "r", on_hello),
 	URA_ON(AT("seq"), "i", on_seq),
@@ -276,7 +333,18 @@ URA_BEHAVIOR(tester_beh,
 	URA_ON(AT("watchnode"), "r", on_watch_node),
 	URA_ON(AT("watchtick"), "r", on_watch_tick),
 	URA_ON_ANY(AT("echoed"), on_echoed),
+	URA_ON(AT("bigtest"), "r", on_bigtest),
+	URA_ON(AT("bigok"), "iii", on_bigok),
+	URA_ON(AT("bigin"), "b", on_bigin),
 	URA_ON_ANY(URA_DOWN, on_down));
+
+static void on_smalls(ura_ctx *cx, const ura_msg *m)
+{
+	for (int64_t i = 1; i <= ura_arg_i64(m, 0); i++)
+		ura_send(cx, R.peer, AT("small"), i);
+}
+URA_BEHAVIOR(helper_beh, URA_ON(AT("smalls"), "i", on_smalls));
+static const ura_class helper_class = { .name = "helper", .initial = &helper_beh };
 
 static const ura_class tester_class = {
 	.name = "tester", .state_size = sizeof(tester), .initial = &tester_beh,
@@ -400,7 +468,7 @@ static int raw_peer(int port, const char *name)
 	struct timeval tv = { .tv_sec = 20 };
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	uint64_t flags = 0x4 | 0x8 | 0x10 | 0x20 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800 |
-			 0x10000 | 0x20000 | 0x40000 | 0x1000000;
+			 0x10000 | 0x20000 | 0x40000 | 0x800000 /* fragments */ | 0x1000000;
 	unsigned char b[512];
 	size_t nl = strlen(name), k = 0;
 	b[k++] = 'N';
@@ -558,6 +626,20 @@ int main(void)
 		t_diag("erlexit: %s, %lld", ura_atom_name(R.erlexit, an), (long long)R.erlexit_v);
 	}
 
+	/* 5b. Large messages in fragments (8 MiB: 126 fragments of 64 KiB). */
+	ura_ref helper;
+	t_must(ura_spawn(sys, &helper_class, NULL, &helper));
+	ura_send(sys, uratest, AT("bigtest"), helper);
+	t_ok(WAIT_FOR(R.big_len != 0, 60), "ura -> Erlang: an 8 MiB message arrived");
+	t_ok(R.big_len == 251L * BIG_BLOCKS && R.big_ok == 1, "... whole, every byte right (%ld)",
+	     R.big_len);
+	t_ok(R.big_smalls > 0, "... after %ld of the 20 small messages sent to the same process "
+	     "after it: they went between its fragments", R.big_smalls);
+	ura_send(sys, R.peer, AT("bigto"), uratest, (int64_t)BIG_BLOCKS);
+	t_ok(WAIT_FOR(R.bigin_len != 0, 60), "Erlang -> ura: an 8 MiB message arrived");
+	t_ok(R.bigin_ok == 1, "... whole, every byte right (%ld)", R.bigin_len);
+	t_ok(WAIT_FOR(R.fragment_lines > 0, 10), "... in fragments (logged once)");
+
 	/* 6. ura monitors an Erlang process, which Erlang kills with a reason. */
 	ura_send(sys, R.peer, AT("mkvictim"), uratest);
 	t_ok(WAIT_FOR(!ura_ref_null(R.victim), 30), "an Erlang process's pid arrived as a ref");
@@ -603,11 +685,18 @@ int main(void)
 	/* 8. Malformed terms from a raw peer after the handshake. */
 	int port = epmd_port(uname);
 	t_ok(port > 0, "epmd knows our port");
-	static const struct { const char *what; unsigned char f[16]; size_t n; } bad_frames[] = {
+	/* The raw peer offers fragments: headers (131, 68/69/70) are taken
+	 * from it, and checked. */
+	static const struct { const char *what; unsigned char f[24]; size_t n; } bad_frames[] = {
 		{ "a truncated tuple", { 112, 131, 104, 3, 97, 2 }, 6 },
 		{ "a binary longer than its frame", { 112, 131, 104, 2, 97, 2, 109, 0x7f, 0xff, 0xff, 0xff, 1 }, 12 },
 		{ "an unknown tag", { 112, 131, 200, 1, 2, 3 }, 6 },
 		{ "no pass-through byte", { 7, 131, 106 }, 3 },
+		{ "a header with an atom cache reference", { 131, 68, 1, 8, 0, 104, 1, 97, 2 }, 9 },
+		{ "a fragment of no sequence", { 131, 70, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 1,
+						 104, 1, 97, 2 }, 22 },
+		{ "a first fragment numbered 0", { 131, 69, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0,
+						   0, 104, 1, 97, 2 }, 23 },
 	};
 	for (size_t i = 0; i < sizeof bad_frames / sizeof bad_frames[0]; i++) {
 		char rname[160];

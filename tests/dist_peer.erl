@@ -60,6 +60,10 @@ loop(Ura) ->
             exit(V, Reason);
         {echo, From, X} ->
             From ! {echoed, X};
+        {bigtest, From} ->
+            bigloop(From, 0);
+        {bigto, To, Blocks} ->
+            To ! {bigin, binary:copy(block(), Blocks)};
         stop ->
             halt(0);
         _ ->
@@ -92,3 +96,15 @@ calls(Ura, I, N, Ok) ->
         {reply, I, R} -> calls(Ura, I + 1, N, case R of _ when R =:= I * 6 + 1 -> Ok; _ -> 0 end)
     after 10000 -> 0
     end.
+
+%% A large message, and the small ones that may overtake it: how many did.
+bigloop(From, Smalls) ->
+    receive
+        {small, _} -> bigloop(From, Smalls + 1);
+        {big, B} ->
+            Ok = case B =:= binary:copy(block(), byte_size(B) div 251) of true -> 1; false -> 0 end,
+            From ! {bigok, byte_size(B), Ok, Smalls}
+    after 30000 -> From ! {bigok, -1, 0, Smalls}
+    end.
+
+block() -> list_to_binary(lists:seq(0, 250)).

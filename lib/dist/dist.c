@@ -68,14 +68,17 @@ void ei_MD5Final(unsigned char out[16], md5_ctx *c);
 #define F_BIG_CREATION 0x40000ull
 #define F_SEND_SENDER 0x80000ull
 #define F_EXIT_PAYLOAD 0x400000ull
+#define F_FRAGMENTS 0x800000ull
 #define F_HANDSHAKE_23 0x1000000ull
-/* What we offer. No atom cache (so frames are pass-through, 112), no
- * fragments, the old unlink protocol (OTP 25 still takes it). */
+/* What we offer. No atom cache (we send pass-through frames, 112, and a
+ * peer sends those or headers with no atom cache references), fragments
+ * both ways (a large message does not hold up small ones behind it), the
+ * old unlink protocol (OTP 25 still takes it). */
 #define OUR_FLAGS (F_EXTENDED_REFERENCES | F_DIST_MONITOR | F_FUN_TAGS |          \
 		   F_DIST_MONITOR_NAME | F_NEW_FUN_TAGS | F_EXTENDED_PIDS_PORTS | \
 		   F_EXPORT_PTR_TAG | F_BIT_BINARIES | F_NEW_FLOATS |             \
 		   F_SMALL_ATOM_TAGS | F_UTF8_ATOMS | F_MAP_TAG | F_BIG_CREATION |  \
-		   F_SEND_SENDER | F_EXIT_PAYLOAD | F_HANDSHAKE_23)
+		   F_SEND_SENDER | F_EXIT_PAYLOAD | F_FRAGMENTS | F_HANDSHAKE_23)
 /* What a peer must offer: the terms we decode assume them. */
 #define NEED_FLAGS (F_EXTENDED_REFERENCES | F_EXTENDED_PIDS_PORTS | F_UTF8_ATOMS | \
 		    F_NEW_FLOATS | F_BIG_CREATION | F_HANDSHAKE_23)
@@ -97,6 +100,13 @@ enum {
 #define SEND_CHUNK (4u << 20)   /* most bytes handed to one send */
 #define HS_MAX 2048             /* longest handshake message */
 #define LOG_REFUSED_MAX 10      /* refused messages logged per connection */
+/* Fragments (erl_ext_dist, "Distribution Header for fragmented
+ * messages"): the size we cut a large message into, and what a peer's
+ * fragmented messages may hold at once before the connection is closed
+ * as hostile: sequences in progress, and their bytes together. */
+#define FRAG_SIZE (64u << 10)
+#define FRAG_SEQ_MAX 64
+#define FRAG_BYTES_MAX (64u << 20)
 
 /* Internal tags: a leading '_' like the runtime's own. */
 #define T_START URA_ATOM("_dstart")
@@ -628,6 +638,38 @@ struct conn {
 	struct elink *elinks;
 	size_t nelinks, elinks_cap;
 	struct scratch scr;
+	/* A peer's fragmented messages being put together, and their bytes
+	 * (at most FRAG_SEQ_MAX and FRAG_BYTES_MAX). */
+	struct rfrag {
+		uint64_t seq, next;   /* next: the fragment id expected */
+		uint8_t *buf;         /* [112][131][control][131][message] so far */
+		size_t len, cap;
+	} rfrags[FRAG_SEQ_MAX];
+	unsigned nrfrags;
+	size_t rfrag_bytes;
+	int frag_seen;        /* logged once */
+	uint8_t *whole;       /* a header frame made pass-through (frame_hdr) */
+	size_t whole_cap;
+	/* Our large messages, sent a fragment per send so that small ones
+	 * go between them, and the frames of their senders that came after
+	 * (a sender's messages keep their order); big_bytes is counted in
+	 * OUT_MAX with out_len. */
+	struct bigmsg *bigq, *bigq_tail;
+	size_t big_bytes;
+	uint64_t next_seq;
+};
+
+/* A frame in the header form ([131][68][0][control][message]) that waits
+ * in the connection's big queue: a large one (frag) goes out a fragment
+ * at a time; another waits behind its sender's large one. */
+struct bigmsg {
+	struct bigmsg *next;
+	uint8_t *p;        /* the frame's payload, without its length */
+	size_t n, ctl_end; /* ctl_end: where the message term starts in p */
+	size_t at;         /* frag: message bytes of p already sent */
+	uint64_t seq, left; /* frag: its sequence, fragments still to send */
+	ura_ref from;
+	int frag;
 };
 
 struct conn_arg {
@@ -665,9 +707,84 @@ struct proxy_arg {
 
 static void conn_lost(ura_ctx *cx, const char *why);
 
+static int out_put(ura_ctx *cx, struct conn *c, const void *p, size_t n);
+static int frags_on(const struct conn *c);
+
+static void big_pop(struct conn *c)
+{
+	struct bigmsg *b = c->bigq;
+	c->bigq = b->next;
+	if (!c->bigq)
+		c->bigq_tail = NULL;
+	c->big_bytes -= b->n;
+	free(b->p);
+	free(b);
+}
+
+/* The next piece of the big queue onto the output: the head's next
+ * fragment (the first carries the control term: erl_ext_dist), then
+ * the frames that waited behind it, once it is all sent. One fragment
+ * per send, so whatever small frames came meanwhile go between. */
+static void big_next(ura_ctx *cx, struct conn *c)
+{
+	while (c->bigq && !c->closing) {
+		struct bigmsg *b = c->bigq;
+		if (!b->frag) {
+			uint8_t len[4];
+			put32(len, (uint32_t)b->n);
+			if (out_put(cx, c, len, 4) < 0 || out_put(cx, c, b->p, b->n) < 0)
+				return;
+			big_pop(c);
+			continue;
+		}
+		size_t msg = b->n - b->ctl_end;
+		size_t take = msg - b->at < FRAG_SIZE ? msg - b->at : FRAG_SIZE;
+		uint8_t h[4 + 19];
+		size_t hn;
+		if (b->at == 0) {
+			/* [131][69][seq][id][0 atom cache refs][control][message...] */
+			hn = 4 + 19;
+			h[4] = 131;
+			h[5] = 69;
+			put32(h + 6, (uint32_t)(b->seq >> 32));
+			put32(h + 10, (uint32_t)b->seq);
+			put32(h + 14, (uint32_t)(b->left >> 32));
+			put32(h + 18, (uint32_t)b->left);
+			h[22] = 0;
+			put32(h, (uint32_t)(19 + (b->ctl_end - 3) + take));
+			if (out_put(cx, c, h, hn) < 0 ||
+			    out_put(cx, c, b->p + 3, b->ctl_end - 3) < 0)
+				return;
+		} else {
+			/* [131][70][seq][id][message...] */
+			hn = 4 + 18;
+			h[4] = 131;
+			h[5] = 70;
+			put32(h + 6, (uint32_t)(b->seq >> 32));
+			put32(h + 10, (uint32_t)b->seq);
+			put32(h + 14, (uint32_t)(b->left >> 32));
+			put32(h + 18, (uint32_t)b->left);
+			put32(h, (uint32_t)(18 + take));
+			if (out_put(cx, c, h, hn) < 0)
+				return;
+		}
+		if (out_put(cx, c, b->p + b->ctl_end + b->at, take) < 0)
+			return;
+		b->at += take;
+		b->left--;
+		if (b->left == 0)
+			big_pop(c);
+		return;
+	}
+}
+
 static void conn_flush(ura_ctx *cx, struct conn *c)
 {
-	if (c->sending || !c->out_len || c->fd < 0)
+	if (c->sending || c->fd < 0)
+		return;
+	if (c->bigq)
+		big_next(cx, c);
+	if (!c->out_len || c->closing)
 		return;
 	size_t n = c->out_len < SEND_CHUNK ? c->out_len : SEND_CHUNK;
 	ura_io_req r = { .op = URA_IO_SEND, .fd = c->fd, .buf = c->out, .len = n,
@@ -684,11 +801,12 @@ static void conn_flush(ura_ctx *cx, struct conn *c)
 	c->sent_since_tick = 1;
 }
 
-static int conn_write(ura_ctx *cx, struct conn *c, const void *p, size_t n)
+/* Appends to the output, without a flush. */
+static int out_put(ura_ctx *cx, struct conn *c, const void *p, size_t n)
 {
 	if (c->closing)
 		return -ENOTCONN;
-	if (c->out_len + n > OUT_MAX) {
+	if (c->out_len + c->big_bytes + n > OUT_MAX) {
 		conn_lost(cx, "peer not reading: output over 64 MiB");
 		return -ENOBUFS;
 	}
@@ -706,8 +824,98 @@ static int conn_write(ura_ctx *cx, struct conn *c, const void *p, size_t n)
 	}
 	memcpy(c->out + c->out_len, p, n);
 	c->out_len += n;
+	return 0;
+}
+
+static int big_waits(const struct conn *c, ura_ref from)
+{
+	if (ura_ref_null(from))
+		return 0;
+	for (const struct bigmsg *b = c->bigq; b; b = b->next)
+		if (ura_ref_eq(b->from, from))
+			return 1;
+	return 0;
+}
+
+/* A frame ([length 4][payload]) from `from` (URA_NOREF: the connection's
+ * own, or one no order ties to a sender). To a peer with F_FRAGMENTS a
+ * message goes in the header form, which it expects once fragments are
+ * agreed ([112][131 ctl][131 msg] becomes [131][68][0][ctl][msg]); one
+ * whose message is over FRAG_SIZE, or one whose sender has a large one
+ * queued, waits in the big queue. */
+static int conn_write_from(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n,
+			   ura_ref from)
+{
+	if (c->closing)
+		return -ENOTCONN;
+	if (c->phase != P_UP || !frags_on(c) || n < 7 || p[4] != 112) {
+		int rc = out_put(cx, c, p, n);
+		if (rc == 0)
+			conn_flush(cx, c);
+		return rc;
+	}
+	/* Our own encoding: the control term is well formed, and a message
+	 * term follows it with its version byte, or nothing does. */
+	size_t pos = 5;
+	if (ura__dist_term_check(p, n, &pos) < 0 || (pos < n && p[pos] != 131)) {
+		dlog(c->d, URA_LOG_ERROR, "a frame of ours that is not a term: dropped");
+		return -EINVAL;
+	}
+	/* The header form is a byte longer when there is no message term
+	 * (a signal): its version byte is gone, 3 header bytes for 2. */
+	size_t ctl = pos - 6, msg = pos < n ? n - pos - 1 : 0, plen = 3 + ctl + msg;
+	int big = msg > FRAG_SIZE;
+	if (!big && !big_waits(c, from)) {
+		uint8_t h[7] = { 0, 0, 0, 0, 131, 68, 0 };
+		put32(h, (uint32_t)plen);
+		int rc = out_put(cx, c, h, 7);
+		if (rc == 0)
+			rc = out_put(cx, c, p + 6, ctl);
+		if (rc == 0 && msg)
+			rc = out_put(cx, c, p + pos + 1, msg);
+		if (rc == 0)
+			conn_flush(cx, c);
+		return rc;
+	}
+	if (c->out_len + c->big_bytes + plen > OUT_MAX) {
+		conn_lost(cx, "peer not reading: output over 64 MiB");
+		return -ENOBUFS;
+	}
+	struct bigmsg *b = ura__calloc(1, sizeof *b);
+	uint8_t *q = b ? ura__malloc(plen) : NULL;
+	if (!q) {
+		free(b);
+		conn_lost(cx, "out of memory");
+		return -ENOMEM;
+	}
+	q[0] = 131;
+	q[1] = 68;
+	q[2] = 0;
+	memcpy(q + 3, p + 6, ctl);
+	if (msg)
+		memcpy(q + 3 + ctl, p + pos + 1, msg);
+	b->p = q;
+	b->n = plen;
+	b->ctl_end = 3 + ctl;
+	b->from = from;
+	b->frag = big;
+	if (big) {
+		b->seq = ++c->next_seq;
+		b->left = (plen - b->ctl_end + FRAG_SIZE - 1) / FRAG_SIZE;
+	}
+	if (c->bigq_tail)
+		c->bigq_tail->next = b;
+	else
+		c->bigq = b;
+	c->bigq_tail = b;
+	c->big_bytes += plen;
 	conn_flush(cx, c);
 	return 0;
+}
+
+static int conn_write(ura_ctx *cx, struct conn *c, const void *p, size_t n)
+{
+	return conn_write_from(cx, c, p, n, URA_NOREF);
 }
 
 /* A handshake message: 2-byte length, then the bytes. */
@@ -1457,7 +1665,179 @@ static int control(ura_ctx *cx, struct conn *c, const char *buf, int len, int ms
 
 /* One frame after the handshake (without its length); 0, or -1 after
  * conn_lost. */
+static int frame_pt(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n);
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+/* Room for n bytes at *buf (capacity *cap, growing by doubling). */
+static int grow(uint8_t **buf, size_t *cap, size_t n)
+{
+	if (n <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 4096;
+	while (c < n)
+		c *= 2;
+	uint8_t *nb = ura__realloc(*buf, c);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
+	*cap = c;
+	return 0;
+}
+
+/* The body after a distribution header with no atom cache references:
+ * the control term and the message term without their version bytes.
+ * Made into the pass-through layout the decoder takes, at *out. */
+static int hdr_to_pt(const uint8_t *body, size_t n, uint8_t **out, size_t *cap, size_t *len)
+{
+	size_t pos = 0;
+	if (ura__dist_term_check_bare(body, n, &pos) < 0)
+		return -EPROTO;
+	size_t ctl = pos;
+	if (grow(out, cap, n + 3) < 0)
+		return -ENOMEM;
+	uint8_t *o = *out;
+	o[0] = 112;
+	o[1] = 131;
+	memcpy(o + 2, body, ctl);
+	*len = 2 + ctl;
+	if (ctl < n) {
+		o[*len] = 131;
+		memcpy(o + *len + 1, body + ctl, n - ctl);
+		*len += 1 + n - ctl;
+	}
+	return 0;
+}
+
+static struct rfrag *rfrag_find(struct conn *c, uint64_t seq)
+{
+	for (unsigned i = 0; i < c->nrfrags; i++)
+		if (c->rfrags[i].seq == seq)
+			return &c->rfrags[i];
+	return NULL;
+}
+
+static void rfrag_end(struct conn *c, struct rfrag *f)
+{
+	c->rfrag_bytes -= f->len;
+	free(f->buf);
+	*f = c->rfrags[--c->nrfrags];
+	memset(&c->rfrags[c->nrfrags], 0, sizeof c->rfrags[0]);
+}
+
+/* A frame that starts with a distribution header (a peer that has our
+ * F_FRAGMENTS may send them): 68, a whole message; 69, the first
+ * fragment of one; 70, the next. We offered no atom cache, so a header
+ * that references one is malformed. Fragments are put together per
+ * sequence, within FRAG_SEQ_MAX sequences and FRAG_BYTES_MAX bytes; the
+ * whole message then goes the pass-through way. */
+static int frame_hdr(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
+{
+	const char *bad = NULL;
+	if (n >= 3 && p[1] == 68) {
+		size_t len;
+		if (p[2] != 0)
+			bad = "malformed frame (an atom cache reference, which we never offered)";
+		else if (hdr_to_pt(p + 3, n - 3, &c->whole, &c->whole_cap, &len) < 0)
+			bad = "malformed control term";
+		else
+			return frame_pt(cx, c, c->whole, len);
+	} else if (n >= 19 && p[1] == 69) {
+		uint64_t seq = get64(p + 2), id = get64(p + 10);
+		if (p[18] != 0)
+			bad = "malformed frame (an atom cache reference, which we never offered)";
+		else if (id == 0 || rfrag_find(c, seq))
+			bad = "malformed fragment (a fragment id of 0, or a sequence already open)";
+		else if (id == 1) { /* one fragment: a whole message */
+			size_t len;
+			if (hdr_to_pt(p + 19, n - 19, &c->whole, &c->whole_cap, &len) < 0)
+				bad = "malformed control term";
+			else
+				return frame_pt(cx, c, c->whole, len);
+		} else if (c->nrfrags == FRAG_SEQ_MAX) {
+			bad = "over 64 fragmented messages in progress at once";
+		} else {
+			/* The first fragment holds the whole control term and the
+			 * message's start: laid out as pass-through now. */
+			struct rfrag *f = &c->rfrags[c->nrfrags];
+			size_t len = 0;
+			int rc = hdr_to_pt(p + 19, n - 19, &f->buf, &f->cap, &len);
+			if (rc == 0 && len == n - 19 + 2) /* no message bytes yet: its version */
+				f->buf[len++] = 131; /* room: hdr_to_pt grew it by 3 */
+			if (rc < 0) {
+				free(f->buf);
+				memset(f, 0, sizeof *f);
+				bad = rc == -ENOMEM ? "out of memory" : "malformed first fragment";
+			} else if (c->rfrag_bytes + len > FRAG_BYTES_MAX) {
+				free(f->buf);
+				memset(f, 0, sizeof *f);
+				bad = "fragmented messages over 64 MiB in progress at once";
+			} else {
+				if (!c->frag_seen) {
+					c->frag_seen = 1;
+					dlog(c->d, URA_LOG_INFO, "%s sends large messages in fragments "
+					     "(the first in %llu)", c->peer_name, (unsigned long long)id);
+				}
+				f->seq = seq;
+				f->next = id - 1;
+				f->len = len;
+				c->rfrag_bytes += len;
+				c->nrfrags++;
+				return 0;
+			}
+		}
+	} else if (n >= 18 && p[1] == 70) {
+		uint64_t seq = get64(p + 2), id = get64(p + 10);
+		struct rfrag *f = rfrag_find(c, seq);
+		if (!f || id != f->next)
+			bad = "malformed fragment (no such sequence, or out of order)";
+		else if (f->len + (n - 18) > URA_MSG_MAX + 8 ||
+			 c->rfrag_bytes + (n - 18) > FRAG_BYTES_MAX)
+			bad = "a fragmented message over URA_MSG_MAX, or over 64 MiB in progress";
+		else if (grow(&f->buf, &f->cap, f->len + (n - 18)) < 0)
+			bad = "out of memory";
+		else {
+			memcpy(f->buf + f->len, p + 18, n - 18);
+			f->len += n - 18;
+			c->rfrag_bytes += n - 18;
+			f->next--;
+			if (f->next > 0)
+				return 0;
+			/* The last one: the message is whole. Taken out of
+			 * the table first (the frame may close the connection). */
+			uint8_t *buf = f->buf;
+			size_t len = f->len;
+			f->buf = NULL;
+			f->len = 0;
+			rfrag_end(c, f);
+			int rc = frame_pt(cx, c, buf, len);
+			free(buf);
+			return rc;
+		}
+	} else {
+		bad = "malformed frame (neither pass-through nor a distribution header)";
+	}
+	conn_lost(cx, bad);
+	return -1;
+}
+
+/* Fragments agreed: both offered them. */
+static int frags_on(const struct conn *c)
+{
+	return (c->peer_flags & OUR_FLAGS & F_FRAGMENTS) != 0;
+}
+
 static int frame(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
+{
+	if (n >= 2 && p[0] == 131 && frags_on(c))
+		return frame_hdr(cx, c, p, n);
+	return frame_pt(cx, c, p, n);
+}
+
+static int frame_pt(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 {
 	if (n > (size_t)INT32_MAX || n < 2 || p[0] != 112) {
 		conn_lost(cx, "malformed frame (not a pass-through message)");
@@ -1603,8 +1983,10 @@ static void on_conn_out(ura_ctx *cx, const ura_msg *m)
 	struct conn *c = ura_state(cx);
 	size_t len;
 	const void *p = ura_arg_bytes(m, 0, &len);
+	/* A proxy's message names its sender (its order is per sender). */
+	ura_ref from = ura_msg_count(m) > 1 ? ura_arg_ref(m, 1) : URA_NOREF;
 	if (c->phase == P_UP)
-		conn_write(cx, c, p, len);
+		conn_write_from(cx, c, p, len, from);
 }
 
 static void on_conn_down(ura_ctx *cx, const ura_msg *m)
@@ -1686,6 +2068,7 @@ URA_BEHAVIOR(conn_beh,
 	URA_ON(T_SENT, "i", on_conn_sent),
 	URA_ON(T_TICK, "", on_conn_tick),
 	URA_ON(T_OUT, "b", on_conn_out),
+	URA_ON(T_OUT, "br", on_conn_out),
 	URA_ON_ANY(URA_DOWN, on_conn_down),
 	URA_ON_ANY(URA_EXIT, on_conn_exit),
 	URA_ON(T_QUIT, "", on_conn_quit));
@@ -1729,6 +2112,11 @@ static void conn_destroy(void *state)
 	free(c->in);
 	free(c->out);
 	free(c->scr.p);
+	while (c->nrfrags)
+		rfrag_end(c, &c->rfrags[0]);
+	while (c->bigq)
+		big_pop(c);
+	free(c->whole);
 	node_drop(d);
 }
 
@@ -1835,7 +2223,8 @@ static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 		     " (a pointer)", txt, px->node);
 	} else {
 		frame_end(&x);
-		ura_send(cx, px->conn, T_OUT, ura_v_bytes(x.buff, (size_t)x.index));
+		ura_send(cx, px->conn, T_OUT, ura_v_bytes(x.buff, (size_t)x.index),
+			 ura_v_ref(ura_ref_null(sender) ? ura_self(cx) : sender));
 	}
 	/* Kept for the next send (it may have grown), unless one big
 	 * message made it big: then it goes, and the next starts small. */

@@ -16,5 +16,8 @@
  * without an atom cache may send; advances *pos past it. 0, or -1 for a
  * malformed term (then *pos is meaningless). */
 int ura__dist_term_check(const uint8_t *p, size_t n, size_t *pos);
+/* The same for a term without its version byte: what follows a
+ * distribution header (erl_ext_dist, "Distribution Header"). */
+int ura__dist_term_check_bare(const uint8_t *p, size_t n, size_t *pos);
 
 #endif

@@ -189,3 +189,8 @@ int ura__dist_term_check(const uint8_t *p, size_t n, size_t *pos)
 	(*pos)++;
 	return term(p, n, pos, 0);
 }
+
+int ura__dist_term_check_bare(const uint8_t *p, size_t n, size_t *pos)
+{
+	return term(p, n, pos, 0);
+}
