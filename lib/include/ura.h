@@ -2035,7 +2035,13 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
  *                         if it holds a NUL)
  *   pointer: refused.
  * A message that does not map is dropped and logged (warn, the first
- * ones); it never closes the connection. Exit reasons: an atom, or
+ * ones); it never closes the connection. With a peer that takes
+ * fragments (OTP 22+), a message over 64 KiB goes out in fragments of
+ * 64 KiB, one per socket send, so the small messages sent meanwhile go
+ * between them instead of waiting for the whole; a sender's own later
+ * messages wait behind its large one (its order holds). A peer's
+ * fragmented messages are put together, at most 64 at once and 64 MiB
+ * in all (more closes the connection with a log line). Exit reasons: an atom, or
  * {Atom, Value} with a value; an Erlang reason of another shape arrives
  * as URA_ATOM("other") with its printed text as the value. ura keeps no
  * atom table, so remote data never grows one.
