@@ -40,6 +40,16 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int finished;
 
+/* The run is over: main may go on; the actor stops. */
+static void finish(ura_ctx *cx)
+{
+	pthread_mutex_lock(&mu);
+	finished = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	ura_stop(cx);
+}
+
 typedef struct {
 	long sent, acked, pings, nd;
 	uint64_t ping_t, die_t;
@@ -137,15 +147,10 @@ static void on_downat(ura_ctx *cx, const ura_msg *m)
 	client *c = ura_state(cx);
 	int64_t t = ura_arg_i64(m, 0);
 	downs[c->nd++] = (uint64_t)t > c->die_t ? (uint64_t)t - c->die_t : 0;
-	if (c->nd < D) {
+	if (c->nd < D)
 		watch(cx);
-		return;
-	}
-	pthread_mutex_lock(&mu);
-	finished = 1;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	ura_stop(cx);
+	else
+		finish(cx);
 }
 
 URA_BEHAVIOR(client_beh,
@@ -209,11 +214,7 @@ static void on_down(ura_ctx *cx, const ura_msg *m)
 static void on_srv_stop(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
-	pthread_mutex_lock(&mu);
-	finished = 1;
-	pthread_cond_broadcast(&cv);
-	pthread_mutex_unlock(&mu);
-	ura_stop(cx);
+	finish(cx);
 }
 
 URA_BEHAVIOR(server_beh,

@@ -739,35 +739,21 @@ static void big_next(ura_ctx *cx, struct conn *c)
 		}
 		size_t msg = b->n - b->ctl_end;
 		size_t take = msg - b->at < FRAG_SIZE ? msg - b->at : FRAG_SIZE;
+		/* The first: [131][69][seq][id][0 atom cache refs][control]
+		 * [message...]; the next: [131][70][seq][id][message...]. */
+		int first = b->at == 0;
+		size_t hn = first ? 4 + 19 : 4 + 18, ctl = first ? b->ctl_end - 3 : 0;
 		uint8_t h[4 + 19];
-		size_t hn;
-		if (b->at == 0) {
-			/* [131][69][seq][id][0 atom cache refs][control][message...] */
-			hn = 4 + 19;
-			h[4] = 131;
-			h[5] = 69;
-			put32(h + 6, (uint32_t)(b->seq >> 32));
-			put32(h + 10, (uint32_t)b->seq);
-			put32(h + 14, (uint32_t)(b->left >> 32));
-			put32(h + 18, (uint32_t)b->left);
-			h[22] = 0;
-			put32(h, (uint32_t)(19 + (b->ctl_end - 3) + take));
-			if (out_put(cx, c, h, hn) < 0 ||
-			    out_put(cx, c, b->p + 3, b->ctl_end - 3) < 0)
-				return;
-		} else {
-			/* [131][70][seq][id][message...] */
-			hn = 4 + 18;
-			h[4] = 131;
-			h[5] = 70;
-			put32(h + 6, (uint32_t)(b->seq >> 32));
-			put32(h + 10, (uint32_t)b->seq);
-			put32(h + 14, (uint32_t)(b->left >> 32));
-			put32(h + 18, (uint32_t)b->left);
-			put32(h, (uint32_t)(18 + take));
-			if (out_put(cx, c, h, hn) < 0)
-				return;
-		}
+		put32(h, (uint32_t)(hn - 4 + ctl + take));
+		h[4] = 131;
+		h[5] = first ? 69 : 70;
+		put32(h + 6, (uint32_t)(b->seq >> 32));
+		put32(h + 10, (uint32_t)b->seq);
+		put32(h + 14, (uint32_t)(b->left >> 32));
+		put32(h + 18, (uint32_t)b->left);
+		h[22] = 0; /* the first's atom cache refs; the next's is past hn */
+		if (out_put(cx, c, h, hn) < 0 || (ctl && out_put(cx, c, b->p + 3, ctl) < 0))
+			return;
 		if (out_put(cx, c, b->p + b->ctl_end + b->at, take) < 0)
 			return;
 		b->at += take;
