@@ -710,6 +710,33 @@ static void conn_lost(ura_ctx *cx, const char *why);
 static int out_put(ura_ctx *cx, struct conn *c, const void *p, size_t n);
 static int frags_on(const struct conn *c);
 
+/* Room for n bytes at *buf (capacity *cap: `first` at first, then
+ * doubled); 0 or -ENOMEM. The connection's buffers all grow this way. */
+static int grow(uint8_t **buf, size_t *cap, size_t n, size_t first)
+{
+	if (n <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : first;
+	while (c < n)
+		c *= 2;
+	uint8_t *nb = ura__realloc(*buf, c);
+	if (!nb)
+		return -ENOMEM;
+	*buf = nb;
+	*cap = c;
+	return 0;
+}
+
+/* Whether n more bytes of output fit OUT_MAX; if not, the connection
+ * goes (a peer that does not read). */
+static int out_room(ura_ctx *cx, struct conn *c, size_t n)
+{
+	if (c->out_len + c->big_bytes + n <= OUT_MAX)
+		return 0;
+	conn_lost(cx, "peer not reading: output over 64 MiB");
+	return -ENOBUFS;
+}
+
 static void big_pop(struct conn *c)
 {
 	struct bigmsg *b = c->bigq;
@@ -792,21 +819,12 @@ static int out_put(ura_ctx *cx, struct conn *c, const void *p, size_t n)
 {
 	if (c->closing)
 		return -ENOTCONN;
-	if (c->out_len + c->big_bytes + n > OUT_MAX) {
-		conn_lost(cx, "peer not reading: output over 64 MiB");
-		return -ENOBUFS;
-	}
-	if (c->out_len + n > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap : 65536;
-		while (cap < c->out_len + n)
-			cap *= 2;
-		uint8_t *np = ura__realloc(c->out, cap);
-		if (!np) {
-			conn_lost(cx, "out of memory");
-			return -ENOMEM;
-		}
-		c->out = np;
-		c->out_cap = cap;
+	int rc = out_room(cx, c, n);
+	if (rc < 0)
+		return rc;
+	if (grow(&c->out, &c->out_cap, c->out_len + n, 65536) < 0) {
+		conn_lost(cx, "out of memory");
+		return -ENOMEM;
 	}
 	memcpy(c->out + c->out_len, p, n);
 	c->out_len += n;
@@ -863,10 +881,9 @@ static int conn_write_from(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t
 			conn_flush(cx, c);
 		return rc;
 	}
-	if (c->out_len + c->big_bytes + plen > OUT_MAX) {
-		conn_lost(cx, "peer not reading: output over 64 MiB");
-		return -ENOBUFS;
-	}
+	int rc = out_room(cx, c, plen);
+	if (rc < 0)
+		return rc;
 	struct bigmsg *b = ura__calloc(1, sizeof *b);
 	uint8_t *q = b ? ura__malloc(plen) : NULL;
 	if (!q) {
@@ -1658,44 +1675,42 @@ static uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-/* Room for n bytes at *buf (capacity *cap, growing by doubling). */
-static int grow(uint8_t **buf, size_t *cap, size_t n)
-{
-	if (n <= *cap)
-		return 0;
-	size_t c = *cap ? *cap : 4096;
-	while (c < n)
-		c *= 2;
-	uint8_t *nb = ura__realloc(*buf, c);
-	if (!nb)
-		return -ENOMEM;
-	*buf = nb;
-	*cap = c;
-	return 0;
-}
-
 /* The body after a distribution header with no atom cache references:
  * the control term and the message term without their version bytes.
- * Made into the pass-through layout the decoder takes, at *out. */
-static int hdr_to_pt(const uint8_t *body, size_t n, uint8_t **out, size_t *cap, size_t *len)
+ * Made into the pass-through layout the decoder takes, at *out; `more`:
+ * a first fragment, whose message goes on in the next ones (its version
+ * byte is written even when none of it is here yet). */
+static int hdr_to_pt(const uint8_t *body, size_t n, int more, uint8_t **out, size_t *cap,
+		     size_t *len)
 {
 	size_t pos = 0;
 	if (ura__dist_term_check_bare(body, n, &pos) < 0)
 		return -EPROTO;
 	size_t ctl = pos;
-	if (grow(out, cap, n + 3) < 0)
+	if (grow(out, cap, n + 3, 4096) < 0)
 		return -ENOMEM;
 	uint8_t *o = *out;
 	o[0] = 112;
 	o[1] = 131;
 	memcpy(o + 2, body, ctl);
 	*len = 2 + ctl;
-	if (ctl < n) {
+	if (ctl < n || more) {
 		o[*len] = 131;
 		memcpy(o + *len + 1, body + ctl, n - ctl);
 		*len += 1 + n - ctl;
 	}
 	return 0;
+}
+
+/* A whole message after a header (68, or 69 of one fragment). */
+static int frame_whole(ura_ctx *cx, struct conn *c, const uint8_t *body, size_t n)
+{
+	size_t len;
+	if (hdr_to_pt(body, n, 0, &c->whole, &c->whole_cap, &len) < 0) {
+		conn_lost(cx, "malformed control term");
+		return -1;
+	}
+	return frame_pt(cx, c, c->whole, len);
 }
 
 static struct rfrag *rfrag_find(struct conn *c, uint64_t seq)
@@ -1722,45 +1737,37 @@ static void rfrag_end(struct conn *c, struct rfrag *f)
  * whole message then goes the pass-through way. */
 static int frame_hdr(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 {
+	/* The header's length: [131][68][refs], [131][69][seq][id][refs],
+	 * [131][70][seq][id]. */
+	size_t hl = p[1] == 68 ? 3 : p[1] == 69 ? 19 : p[1] == 70 ? 18 : 0;
 	const char *bad = NULL;
-	if (n >= 3 && p[1] == 68) {
-		size_t len;
-		if (p[2] != 0)
-			bad = "malformed frame (an atom cache reference, which we never offered)";
-		else if (hdr_to_pt(p + 3, n - 3, &c->whole, &c->whole_cap, &len) < 0)
-			bad = "malformed control term";
-		else
-			return frame_pt(cx, c, c->whole, len);
-	} else if (n >= 19 && p[1] == 69) {
+	if (!hl || n < hl) {
+		bad = "malformed frame (neither pass-through nor a distribution header)";
+	} else if (p[1] != 70 && p[hl - 1] != 0) {
+		bad = "malformed frame (an atom cache reference, which we never offered)";
+	} else if (p[1] == 68) {
+		return frame_whole(cx, c, p + hl, n - hl);
+	} else if (p[1] == 69) {
 		uint64_t seq = get64(p + 2), id = get64(p + 10);
-		if (p[18] != 0)
-			bad = "malformed frame (an atom cache reference, which we never offered)";
-		else if (id == 0 || rfrag_find(c, seq))
+		if (id == 0 || rfrag_find(c, seq))
 			bad = "malformed fragment (a fragment id of 0, or a sequence already open)";
-		else if (id == 1) { /* one fragment: a whole message */
-			size_t len;
-			if (hdr_to_pt(p + 19, n - 19, &c->whole, &c->whole_cap, &len) < 0)
-				bad = "malformed control term";
-			else
-				return frame_pt(cx, c, c->whole, len);
-		} else if (c->nrfrags == FRAG_SEQ_MAX) {
+		else if (id == 1) /* one fragment: a whole message */
+			return frame_whole(cx, c, p + hl, n - hl);
+		else if (c->nrfrags == FRAG_SEQ_MAX)
 			bad = "over 64 fragmented messages in progress at once";
-		} else {
+		else {
 			/* The first fragment holds the whole control term and the
 			 * message's start: laid out as pass-through now. */
 			struct rfrag *f = &c->rfrags[c->nrfrags];
 			size_t len = 0;
-			int rc = hdr_to_pt(p + 19, n - 19, &f->buf, &f->cap, &len);
-			if (rc == 0 && len == n - 19 + 2) /* no message bytes yet: its version */
-				f->buf[len++] = 131; /* room: hdr_to_pt grew it by 3 */
-			if (rc < 0) {
-				free(f->buf);
-				memset(f, 0, sizeof *f);
+			int rc = hdr_to_pt(p + hl, n - hl, 1, &f->buf, &f->cap, &len);
+			if (rc < 0)
 				bad = rc == -ENOMEM ? "out of memory" : "malformed first fragment";
-			} else if (c->rfrag_bytes + len > FRAG_BYTES_MAX) {
+			else if (c->rfrag_bytes + len > FRAG_BYTES_MAX)
+				bad = "fragmented messages over 64 MiB in progress at once";
+			if (bad) {
 				free(f->buf);
 				memset(f, 0, sizeof *f);
-				bad = "fragmented messages over 64 MiB in progress at once";
 			} else {
 				if (!c->frag_seen) {
 					c->frag_seen = 1;
@@ -1775,20 +1782,20 @@ static int frame_hdr(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 				return 0;
 			}
 		}
-	} else if (n >= 18 && p[1] == 70) {
+	} else {
 		uint64_t seq = get64(p + 2), id = get64(p + 10);
 		struct rfrag *f = rfrag_find(c, seq);
+		size_t k = n - hl;
 		if (!f || id != f->next)
 			bad = "malformed fragment (no such sequence, or out of order)";
-		else if (f->len + (n - 18) > URA_MSG_MAX + 8 ||
-			 c->rfrag_bytes + (n - 18) > FRAG_BYTES_MAX)
+		else if (f->len + k > URA_MSG_MAX + 8 || c->rfrag_bytes + k > FRAG_BYTES_MAX)
 			bad = "a fragmented message over URA_MSG_MAX, or over 64 MiB in progress";
-		else if (grow(&f->buf, &f->cap, f->len + (n - 18)) < 0)
+		else if (grow(&f->buf, &f->cap, f->len + k, 4096) < 0)
 			bad = "out of memory";
 		else {
-			memcpy(f->buf + f->len, p + 18, n - 18);
-			f->len += n - 18;
-			c->rfrag_bytes += n - 18;
+			memcpy(f->buf + f->len, p + hl, k);
+			f->len += k;
+			c->rfrag_bytes += k;
 			f->next--;
 			if (f->next > 0)
 				return 0;
@@ -1803,8 +1810,6 @@ static int frame_hdr(ura_ctx *cx, struct conn *c, const uint8_t *p, size_t n)
 			free(buf);
 			return rc;
 		}
-	} else {
-		bad = "malformed frame (neither pass-through nor a distribution header)";
 	}
 	conn_lost(cx, bad);
 	return -1;
@@ -1883,17 +1888,9 @@ static void on_conn_recv(ura_ctx *cx, const ura_msg *m)
 		return;
 	}
 	c->last_rx = ura__now_ns();
-	if (c->in_len + len > c->in_cap) {
-		size_t cap = c->in_cap ? c->in_cap : RECV_LEN * 2;
-		while (cap < c->in_len + len)
-			cap *= 2;
-		uint8_t *np = ura__realloc(c->in, cap);
-		if (!np) {
-			conn_lost(cx, "out of memory");
-			return;
-		}
-		c->in = np;
-		c->in_cap = cap;
+	if (grow(&c->in, &c->in_cap, c->in_len + len, RECV_LEN * 2) < 0) {
+		conn_lost(cx, "out of memory");
+		return;
 	}
 	memcpy(c->in + c->in_len, data, len);
 	c->in_len += len;
