@@ -24,12 +24,16 @@
 
 #include <ura.h>
 
-static uint64_t now_ns(void)
+/* CLOCK_MONOTONIC for round trips; CLOCK_REALTIME for DOWNs, the clock
+ * the Erlang side reads too (os:system_time). */
+static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+static uint64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+static uint64_t real_ns(void) { return clock_ns(CLOCK_REALTIME); }
 
 static ura_ref bench;
 static long N, K;
@@ -55,13 +59,6 @@ typedef struct {
 	uint64_t ping_t, die_t;
 	ura_ref victim;
 } client;
-
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void on_die(ura_ctx *cx, const ura_msg *m)
 {
