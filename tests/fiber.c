@@ -630,7 +630,7 @@ static void test_bad(void)
 	t_rc(ura_spawn(sys, &nobody, NULL, &r), -EINVAL, "a stack size without a body: -EINVAL");
 	ura_class neither = { .name = "neither" };
 	t_rc(ura_spawn(sys, &neither, NULL, &r), -EINVAL, "neither a behavior nor a body: -EINVAL");
-	ura_class res = { .name = "res", .body = bad_body, .reserved5_ = 1 };
+	ura_class res = { .name = "res", .body = bad_body, .flags = 1ull << 40 };
 	t_rc(ura_spawn(sys, &res, NULL, &r), -EINVAL, "reserved space not zero: -EINVAL");
 	t_rc(ura_snap_register(sys, &(ura_snap_class){ .cls = &bad_class }), -EINVAL,
 	     "ura_snap_register of a class with a body: -EINVAL");

@@ -391,7 +391,7 @@ static void bad_input(void)
 	ura_ref r;
 	t_rc(ura_spawn(sys, &bad, NULL, &r), -EINVAL, "unknown metrics bits");
 	ura_class bad2 = metered;
-	bad2.reserved5_ = 1;
+	bad2.flags = 1ull << 40;
 	t_rc(ura_spawn(sys, &bad2, NULL, &r), -EINVAL, "a reserved class word set");
 	t_must(ura_spawn(sys, &metered, NULL, &r));
 	for (int i = 0; i < 10; i++)

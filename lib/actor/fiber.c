@@ -228,7 +228,7 @@ static void alt_ensure(void)
 
 int ura__fiber_class_ok(const ura_class *cls)
 {
-	if (cls->reserved5_)
+	if (cls->flags & ~URA_CLASS_UNMUTED)
 		return -EINVAL;
 	if (!cls->body)
 		return cls->stack_size ? -EINVAL : 0;

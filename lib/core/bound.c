@@ -106,6 +106,7 @@ int ura__bp_setup(ura_system *sys, struct ura__actor *a, const ura_mailbox_opts 
 	atomic_store_explicit(&bp->overload, o->overload ? 1 : 0, memory_order_relaxed);
 	atomic_store_explicit(&bp->owed, 0, memory_order_relaxed);
 	atomic_store_explicit(&bp->signalled, 0, memory_order_relaxed);
+	atomic_store_explicit(&bp->held, 0, memory_order_relaxed);
 	return (int)URA__HOME_BOUNDED;
 }
 
@@ -355,6 +356,10 @@ int ura__bp_mute(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 	w->mute_on = NULL;
 	if (from != ura__self_ref(a).id || r == a || a->state_kind != URA__A_ALIVE)
 		return 0;
+	if (a->cls && (a->cls->flags & URA_CLASS_UNMUTED)) {
+		atomic_fetch_add_explicit(&sys->bpst.over, 1, memory_order_relaxed);
+		return 0;
+	}
 	struct ura__bp *bp = ura__bp_of(sys, r->idx);
 	if (!bp)
 		return 0;
@@ -399,7 +404,38 @@ void ura__bp_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 	struct ura__bp *bp = ura__bp_of(sys, a->idx);
 	if (!bp)
 		return;
+	uint32_t held = atomic_exchange_explicit(&bp->held, 0, memory_order_relaxed);
+	if (held)
+		atomic_fetch_sub_explicit(&bp->depth, held, memory_order_seq_cst);
 	release_all(sys, w, bp);
 	if (atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
 		room_made(bp, INT_MAX);
+}
+
+URA_API int ura_mailbox_hold(ura_ctx *cx, int on)
+{
+	if (!cx)
+		return -EINVAL;
+	struct ura__actor *a = cx->a;
+	if (!(atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED))
+		return -ENOTSUP;
+	struct ura__bp *bp = ura__bp_of(cx->sys, a->idx);
+	if (!bp)
+		return -ENOTSUP;
+	uint32_t held = atomic_load_explicit(&bp->held, memory_order_relaxed);
+	if (!on == !held)
+		return 0;
+	if (on) {
+		/* The capacity: any sender's reserve() then fails, whatever the
+		 * real depth. seq_cst: as a sender's add, for the handshake. */
+		uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed);
+		atomic_store_explicit(&bp->held, cap, memory_order_relaxed);
+		atomic_fetch_add_explicit(&bp->depth, cap, memory_order_seq_cst);
+		return 0;
+	}
+	atomic_store_explicit(&bp->held, 0, memory_order_relaxed);
+	/* As a take of `held` messages: below low water, muted senders go
+	 * and a waiting thread wakes (core/bound.h's handshake). */
+	ura__bp_taken(cx->sys, cx->w, bp, held);
+	return 0;
 }

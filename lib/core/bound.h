@@ -31,6 +31,10 @@
  * messages and runs again, so it checks again.) Waiting threads do the
  * same with `nwait` and the record's futex word `room`.
  *
+ * A hold (ura_mailbox_hold) adds the capacity to `depth` and a let-go
+ * takes it off as a turn's take would (ura__bp_taken), so senders and
+ * the handshake above see one number and need no second test.
+ *
  * No cycles: an actor mutes only after setting URA__HOME_MUTED in its own
  * home word and seeing it clear in the receiver's (both seq_cst). Of a
  * would-be cycle, the actor that set its bit last sees its receiver's bit
@@ -53,6 +57,10 @@ struct ura__bp {
 	 * senders (relaxed: a sender racing a respawn applies either
 	 * incarnation's, and the message is a dead letter anyway). */
 	_Atomic uint32_t cap, low, high, full, overload;
+	/* ura_mailbox_hold: what the hold added to `depth` (0: not held).
+	 * Written by the token holder (the actor, or its stop); relaxed:
+	 * the depth it stands in carries the ordering. */
+	_Atomic uint32_t held;
 	pthread_mutex_t lock;
 	struct ura__actor *muted;   /* under lock; linked through ->link */
 };

@@ -218,5 +218,10 @@ URA_API int64_t ura_mailbox_depth(ura_system *sys, ura_ref r)
 	if (!(atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED))
 		return -ENOTSUP;
 	struct ura__bp *bp = ura__bp_of(sys, a->idx);
-	return bp ? (int64_t)atomic_load_explicit(&bp->depth, memory_order_relaxed) : -ENOTSUP;
+	if (!bp)
+		return -ENOTSUP;
+	/* relaxed both: a moment's view; a hold's part is not messages. */
+	uint32_t d = atomic_load_explicit(&bp->depth, memory_order_relaxed);
+	uint32_t h = atomic_load_explicit(&bp->held, memory_order_relaxed);
+	return d >= h ? (int64_t)(d - h) : 0;
 }

@@ -431,8 +431,18 @@ typedef struct ura_class {
 	 * URA_STACK_DEFAULT; below URA_STACK_MIN or above URA_STACK_MAX:
 	 * -EINVAL at spawn. Only with body. */
 	size_t stack_size;
-	uint64_t reserved5_;         /* zero */
+	/* URA_CLASS_UNMUTED: its actors are never muted (see "Bounded
+	 * mailboxes"); other bits: zero (-EINVAL at spawn). */
+	uint64_t flags;
 } ura_class;
+
+/* ura_class.flags: a send of this class's actors to a full URA_FULL_MUTE
+ * mailbox is accepted over the bound instead of muting the sender, as a
+ * send from outside any actor is: for an actor that others wait on to
+ * keep running -- one that drains a socket or a device, whose stall would
+ * stall its own receivers' drain (a mute cycle through I/O that the
+ * mute rule cannot see). */
+#define URA_CLASS_UNMUTED 0x1ull
 
 /* ------------------------------------------------------------------------ */
 /* System                                                                   */
@@ -963,6 +973,17 @@ URA_API int ura_sendv_wait(ura_system *sys, ura_ref to, uint64_t deadline_ns,
 			   ura_atom tag, const ura_value *vals, unsigned n);
 /* CLOCK_MONOTONIC in nanoseconds, for deadlines. Any thread. */
 URA_API uint64_t ura_now_ns(void);
+/* Holds (on nonzero) or lets go of (0) the calling actor's own bounded
+ * mailbox: while held it counts as full, so new messages meet its policy
+ * (a sending actor is muted, a thread waits, REFUSE refuses) though the
+ * actor goes on taking what is queued; let go, the depth is the real one
+ * again, and at low water the muted senders resume. For an actor whose
+ * own output is what is slow (a socket, a device): it holds while its
+ * output is over a high mark and lets go under a low one, and its
+ * producers keep its pace with nothing lost and no worker blocked.
+ * Idempotent; a stop lets go. 0, -ENOTSUP for an unbounded mailbox,
+ * -EINVAL for a NULL cx. */
+URA_API int ura_mailbox_hold(ura_ctx *cx, int on);
 /* The depth of r's bounded mailbox (messages accepted and not yet taken);
  * -ENOTSUP for an unbounded mailbox (it keeps no count, for speed),
  * -ESRCH for a stopped actor. Any thread; a moment's view. */
