@@ -16,6 +16,11 @@
  *  - large messages in fragments, both ways: a small one sent after a
  *    large one to the same process overtakes it, and Erlang's fragments
  *    are put back together;
+ *  - a ura actor's 'DOWN' and 'EXIT' reach Erlang after every message
+ *    the actor sent the watching process (they go through its proxy);
+ *  - a peer that stops reading (a raw peer): its senders are muted, the
+ *    output stays bounded, the connection stays up, and once it reads
+ *    again every message arrives in order;
  *  - the erl node killed: noconnection to the monitors of its process
  *    and of the node.
  * Skips when erl or erlc is missing, or when built without libei.
@@ -24,6 +29,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +71,17 @@ static struct {
 	long echoed;
 	long big_len, big_ok, big_smalls;  /* Erlang's view of our large one */
 	long bigin_len, bigin_ok;          /* ours of Erlang's */
+	int watching2;
+	ura_atom erldown2, erlexit2;       /* a spray's end, seen by Erlang */
+	long erldown2_n, erlexit2_n;       /* ... and the ticks before it */
+	ura_ref linker;
+	int lost_lines;
 	/* the log */
 	int wrong_cookie_lines, malformed_lines, no_tick_lines, fragment_lines;
 } R;
 
-static ura_ref uratest, calc, mine1, mine2;
+static ura_ref uratest, calc, mine1, mine2, mine3, mine4;
+#define SPRAY 20000
 static ura_ref node_conn;
 static long n_msgs;
 
@@ -83,6 +95,8 @@ static void sink(void *ud, int level, const char *msg)
 		R.malformed_lines++;
 	if (strstr(msg, "no tick"))
 		R.no_tick_lines++;
+	if (strstr(msg, "lost"))
+		R.lost_lines++;
 	if (strstr(msg, "in fragments (the first in"))
 		R.fragment_lines++;
 	pthread_mutex_unlock(&mu);
@@ -196,6 +210,42 @@ static void on_linked(ura_ctx *cx, const ura_msg *m)
 	ura_send(cx, mine2, AT("die"), AT("bang"), 7);
 	pthread_mutex_lock(&mu);
 	R.linked = 1;
+	wake();
+}
+
+static void on_watching2(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	/* Erlang's loop process monitors mine3: ticks to it, then a stop. */
+	ura_send(cx, mine3, AT("spray"), R.peer, (int64_t)SPRAY, AT("sprayed"));
+	pthread_mutex_lock(&mu);
+	R.watching2 = 1;
+	wake();
+}
+
+static void on_linked2(ura_ctx *cx, const ura_msg *m)
+{
+	ura_send(cx, mine4, AT("spray"), ura_arg_ref(m, 0), (int64_t)SPRAY, AT("sprayed"));
+	pthread_mutex_lock(&mu);
+	R.linker = ura_arg_ref(m, 0);
+	wake();
+}
+
+static void on_erldown2(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	pthread_mutex_lock(&mu);
+	R.erldown2_n = ura_arg_i64(m, 1);
+	R.erldown2 = ura_arg_atom(m, 0);
+	wake();
+}
+
+static void on_erlexit2(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	pthread_mutex_lock(&mu);
+	R.erlexit2_n = ura_arg_i64(m, 1);
+	R.erlexit2 = ura_arg_atom(m, 0);
 	wake();
 }
 
@@ -329,6 +379,10 @@ URA_BEHAVIOR(tester_beh,
 	URA_ON(AT("linked"), "", on_linked),
 	URA_ON(AT("erldown"), "ai", on_erldown),
 	URA_ON(AT("erlexit"), "ai", on_erlexit),
+	URA_ON(AT("watching2"), "", on_watching2),
+	URA_ON(AT("linked2"), "r", on_linked2),
+	URA_ON(AT("erldown2"), "ai", on_erldown2),
+	URA_ON(AT("erlexit2"), "ai", on_erlexit2),
 	URA_ON(AT("victim"), "r", on_victim),
 	URA_ON(AT("watchnode"), "r", on_watch_node),
 	URA_ON(AT("watchtick"), "r", on_watch_tick),
@@ -364,7 +418,75 @@ static void on_die(ura_ctx *cx, const ura_msg *m)
 	ura_exit(cx, ura_arg_atom(m, 0), ura_v_i64(ura_arg_i64(m, 1)));
 }
 
-URA_BEHAVIOR(mortal_beh, URA_ON(AT("die"), "ai", on_die));
+/* Ticks to a process, all in one handler, then a stop: its DOWN or EXIT
+ * must not overtake them. */
+static void on_spray(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref to = ura_arg_ref(m, 0);
+	for (int64_t i = 1; i <= ura_arg_i64(m, 1); i++)
+		ura_send(cx, to, AT("tick"), i);
+	ura_exit(cx, ura_arg_atom(m, 2), URA_NOVALUE);
+}
+
+URA_BEHAVIOR(mortal_beh, URA_ON(AT("die"), "ai", on_die), URA_ON(AT("spray"), "ria", on_spray));
+
+/* A producer for a peer that stops reading: bursts of FILL_BURST
+ * messages of FILL_BYTES each to `to`, one burst per handler. */
+#define FILL_BYTES 1000
+#define FILL_BURST 64
+static _Atomic long g_filled;
+typedef struct {
+	ura_ref to;
+	long goal, i;
+} filler;
+
+static void on_fill(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	filler *f = ura_state(cx);
+	static uint8_t blob[FILL_BYTES];
+	for (int k = 0; k < FILL_BURST && f->i < f->goal; k++) {
+		if (ura_send(cx, f->to, AT("fill"), ura_v_bytes(blob, sizeof blob), f->i + 1) < 0)
+			return;
+		f->i++;
+		atomic_store(&g_filled, f->i);
+	}
+	if (f->i < f->goal)
+		ura_send(cx, ura_self(cx), AT("fill"));
+}
+URA_BEHAVIOR(filler_beh, URA_ON(AT("fill"), "", on_fill));
+static const ura_class filler_class = { .name = "filler", .state_size = sizeof(filler),
+					.initial = &filler_beh };
+
+static int read_n(int fd, unsigned char *p, size_t n);
+
+/* Reads frames from fd until `want` messages came (ticks are empty
+ * frames), checking that their last term, the i64 sequence, goes up by
+ * one. The count read, or -1 on a gap or an error. */
+static long read_fills(int fd, long want)
+{
+	long got = 0;
+	static unsigned char b[1 << 16];
+	while (got < want) {
+		unsigned char l[4];
+		if (read_n(fd, l, 4) < 0)
+			return got;
+		size_t n = (size_t)l[0] << 24 | (size_t)l[1] << 16 | (size_t)l[2] << 8 | l[3];
+		if (n > sizeof b || read_n(fd, b, n) < 0)
+			return -1;
+		if (!n)
+			continue;
+		long seq = -1;
+		if (n >= 5 && b[n - 5] == 98)
+			seq = (long)b[n - 4] << 24 | (long)b[n - 3] << 16 | (long)b[n - 2] << 8 | b[n - 1];
+		else if (n >= 2 && b[n - 2] == 97)
+			seq = b[n - 1];
+		if (seq != got + 1)
+			return -1;
+		got++;
+	}
+	return got;
+}
 static const ura_class mortal_class = { .name = "mortal", .initial = &mortal_beh };
 
 /* ---- the Erlang side --------------------------------------------------- */
@@ -558,6 +680,8 @@ int main(void)
 	t_must(ura_spawn(sys, &calc_class, NULL, &calc));
 	t_must(ura_spawn(sys, &mortal_class, NULL, &mine1));
 	t_must(ura_spawn(sys, &mortal_class, NULL, &mine2));
+	t_must(ura_spawn(sys, &mortal_class, NULL, &mine3));
+	t_must(ura_spawn(sys, &mortal_class, NULL, &mine4));
 	t_must(ura_register(sys, AT("uratest"), uratest));
 	t_must(ura_register(sys, AT("calc"), calc));
 
@@ -625,6 +749,18 @@ int main(void)
 		char an[URA_ATOM_MAX + 1];
 		t_diag("erlexit: %s, %lld", ura_atom_name(R.erlexit, an), (long long)R.erlexit_v);
 	}
+
+	/* 5a. A DOWN and an EXIT after the dead actor's messages: mine3 and
+	 * mine4 send SPRAY ticks to their watchers in one handler, then stop;
+	 * the watchers count the ticks that came before the signal. */
+	ura_send(sys, R.peer, AT("watchcount"), mine3, uratest);
+	t_ok(WAIT_FOR(R.erldown2 != 0, 60), "Erlang's monitor of a spraying ura actor fired");
+	t_ok(R.erldown2 == AT("sprayed") && R.erldown2_n == SPRAY,
+	     "... 'DOWN' after all %d of its messages (%ld before it)", SPRAY, R.erldown2_n);
+	ura_send(sys, R.peer, AT("linkcount"), mine4, uratest);
+	t_ok(WAIT_FOR(R.erlexit2 != 0, 60), "Erlang's link to a spraying ura actor fired");
+	t_ok(R.erlexit2 == AT("sprayed") && R.erlexit2_n == SPRAY,
+	     "... 'EXIT' after all %d of its messages (%ld before it)", SPRAY, R.erlexit2_n);
 
 	/* 5b. Large messages in fragments (8 MiB: 126 fragments of 64 KiB). */
 	ura_ref helper;
@@ -717,6 +853,54 @@ int main(void)
 	R.echoed = 0;
 	ura_send(sys, R.peer, AT("echo"), uratest, 2);
 	t_ok(WAIT_FOR(R.echoed == 1, 30), "the Erlang connection still works after them");
+
+	/* 8b. A peer that stops reading: a producer of 40 MB for a process
+	 * there is muted once the link backs up (the output held stays near
+	 * the socket buffers plus 1 MiB, far below the 64 MiB that would drop
+	 * the link), the connection stays up; once the peer reads, all of it
+	 * arrives, in order. */
+	{
+		char rname[160];
+		snprintf(rname, sizeof rname, "rawslow@%s", host);
+		int fd = raw_peer(port, rname);
+		t_ok(fd >= 0, "a raw peer that will not read: handshake");
+		ura_ref to = URA_NOREF;
+		for (int i = 0; fd >= 0 && i < 100; i++) {
+			if (ura_dist_whereis(d, rname, "sink", &to) == 0)
+				break;
+			usleep(50 * 1000);
+		}
+		t_ok(!ura_ref_null(to), "... {sink, Node} as a ref");
+		long goal = 40000, lost0;
+		pthread_mutex_lock(&mu);
+		lost0 = R.lost_lines;
+		pthread_mutex_unlock(&mu);
+		ura_stats st0 = stats(sys);
+		ura_ref fr;
+		filler f = { .to = to, .goal = goal };
+		t_must(ura_spawn(sys, &filler_class, &f, &fr));
+		t_must(ura_send(sys, fr, AT("fill")));
+		/* Until the producer stalls: no progress for 500 ms. */
+		long last = -1, now;
+		for (int i = 0; i < 100 && (now = atomic_load(&g_filled)) != last; i++) {
+			last = now;
+			usleep(500 * 1000);
+		}
+		ura_stats st1 = stats(sys);
+		t_ok(last < goal / 2, "... the producer stalled at %ld of %ld messages (%ld KB)", last,
+		     goal, last * FILL_BYTES / 1000);
+		t_ok(st1.mb_mutes > st0.mb_mutes, "... muted (%llu mutes)",
+		     (unsigned long long)(st1.mb_mutes - st0.mb_mutes));
+		pthread_mutex_lock(&mu);
+		int lost = R.lost_lines - lost0;
+		pthread_mutex_unlock(&mu);
+		t_eq(lost, 0, "... the connection is still up");
+		long got = fd >= 0 ? read_fills(fd, goal) : -1;
+		t_eq(got, goal, "... and once it reads, every message arrives, in order");
+		t_eq(atomic_load(&g_filled), goal, "... the producer finished");
+		if (fd >= 0)
+			close(fd);
+	}
 
 	/* 9. A peer that goes silent after the handshake (no ticks): lost
 	 * after tick_ns, with noconnection to the monitor of its node. */

@@ -53,6 +53,27 @@ loop(Ura) ->
                           end,
                           Self ! done
                   end);
+        {watchcount, Pid, From} ->
+            Ref = erlang:monitor(process, Pid),
+            From ! watching2,
+            {R, N} = count_until(fun(M) -> case M of
+                                                {'DOWN', Ref, process, Pid, Why} -> {done, Why};
+                                                _ -> more
+                                            end end, 0),
+            From ! {erldown2, R, N};
+        {linkcount, Pid, From} ->
+            Self = self(),
+            spawn(fun() ->
+                          process_flag(trap_exit, true),
+                          link(Pid),
+                          From ! {linked2, self()},
+                          {R, N} = count_until(fun(M) -> case M of
+                                                             {'EXIT', Pid, Why} -> {done, Why};
+                                                             _ -> more
+                                                         end end, 0),
+                          From ! {erlexit2, R, N},
+                          Self ! done
+                  end);
         {mkvictim, From} ->
             V = spawn(fun() -> receive never -> ok end end),
             From ! {victim, V};
@@ -74,6 +95,19 @@ loop(Ura) ->
 down_msg(Tag, {A, V}) when is_atom(A), is_integer(V) -> {Tag, A, V};
 down_msg(Tag, A) when is_atom(A) -> {Tag, A, 0};
 down_msg(Tag, _) -> {Tag, other, 0}.
+
+%% {tick, I} messages counted until the signal End matches: a signal
+%% that overtook some of its sender's ticks leaves them uncounted.
+count_until(End, N) ->
+    receive
+        {tick, _} -> count_until(End, N + 1);
+        M -> case End(M) of
+                 {done, Why} when is_atom(Why) -> {Why, N};
+                 {done, _} -> {other, N};
+                 more -> count_until(End, N)
+             end
+    after 30000 -> {timeout, N}
+    end.
 
 burst(_, I, N) when I > N -> ok;
 burst(To, I, N) -> To ! {seq, I}, burst(To, I + 1, N).

@@ -97,6 +97,13 @@ enum {
 #define EPMD_PORT 4369
 #define RECV_LEN 65536
 #define OUT_MAX (64u << 20)     /* output a connection may hold */
+/* Output over HOLD_HIGH holds the connection's proxies (their senders
+ * are muted), under HOLD_LOW lets them go: Erlang's default
+ * dist_buf_busy_limit is 1 MiB too. */
+#define HOLD_HIGH (1u << 20)
+#define HOLD_LOW (256u << 10)
+/* A proxy's mailbox: a sender faster than its encoding is muted too. */
+#define PROXY_MAILBOX 256
 #define SEND_CHUNK (4u << 20)   /* most bytes handed to one send */
 #define HS_MAX 2048             /* longest handshake message */
 #define LOG_REFUSED_MAX 10      /* refused messages logged per connection */
@@ -117,6 +124,9 @@ enum {
 #define T_OUT URA_ATOM("_dout")
 #define T_QUIT URA_ATOM("_dquit")
 #define T_RDOWN URA_ATOM("_drdown")
+#define T_RELAY URA_ATOM("_drelay")
+#define T_HELD URA_ATOM("_dheld")
+#define T_WAKE URA_ATOM("_dwake")
 #define A_OTHER URA_ATOM("other")
 
 /* ---- maps: u64 -> u64, linear probing, keys != 0 ----------------------- */
@@ -231,6 +241,11 @@ struct peer {
 	uint64_t flags;   /* the peer's, once up */
 	int up;
 	int result;       /* of a connect: 1 pending, 0 up, -errno */
+	/* Its connection's output is over HOLD_HIGH: a proxy that sees it
+	 * holds its mailbox. Written by the connection actor, read by the
+	 * proxies; relaxed: a hint, the T_HELD/T_WAKE exchange with the
+	 * connection (serial in its turns) is what no wake-up is lost by. */
+	_Atomic int busy;
 	struct peer *next;
 };
 
@@ -657,6 +672,11 @@ struct conn {
 	struct bigmsg *bigq, *bigq_tail;
 	size_t big_bytes;
 	uint64_t next_seq;
+	/* Back-pressure: busy while the output is over HOLD_HIGH until it is
+	 * under HOLD_LOW; the proxies that held meanwhile, woken after. */
+	int busy;
+	ura_ref *held;
+	size_t nheld, held_cap;
 };
 
 /* A frame in the header form ([131][68][0][control][message]) that waits
@@ -681,8 +701,10 @@ struct conn_arg {
 
 struct proxy {
 	struct ura_dist *d;
+	struct peer *peer; /* its node (busy); NULL: never held */
 	ura_ref self;
 	ura_ref conn;
+	int held;          /* ura_mailbox_hold on, until the connection's T_WAKE */
 	uint64_t peer_flags;
 	int named;
 	char name[MAXATOMLEN_UTF8]; /* named: the registered name */
@@ -698,6 +720,7 @@ struct proxy {
 
 struct proxy_arg {
 	struct ura_dist *d;
+	struct peer *peer;
 	ura_ref conn;
 	uint64_t peer_flags;
 	const char *name; /* named */
@@ -1282,26 +1305,38 @@ static void dec_reason(ura_ctx *cx, struct conn *c, const char *buf, int *idx,
 
 /* Sends a frame of control tuple `op` with payload reason (EXIT_PAYLOAD
  * form if the peer has it) from pid `from` to pid `to`. */
+/* The frame of an exit signal from `from` to `to`, into x (freed on
+ * failure): 0, -ENOMEM or -EINVAL. */
+static int enc_exitish(struct ura_dist *d, ei_x_buff *x, uint64_t peer_flags, int op_payload,
+		       int op_old, const erlang_pid *from, const erlang_pid *to, ura_atom reason,
+		       const ura_value *value)
+{
+	if (frame_begin(x) < 0)
+		return -ENOMEM;
+	int payload = (peer_flags & F_EXIT_PAYLOAD) != 0;
+	int rc = ei_x_encode_tuple_header(x, payload ? 3 : 4) |
+		 ei_x_encode_long(x, payload ? op_payload : op_old) |
+		 ei_x_encode_pid(x, from) | ei_x_encode_pid(x, to);
+	if (!payload)
+		rc |= enc_reason(d, x, reason, value);
+	else
+		rc |= ei_x_encode_version(x) | enc_reason(d, x, reason, value);
+	if (rc < 0) {
+		ei_x_free(x);
+		return -EINVAL;
+	}
+	frame_end(x);
+	return 0;
+}
+
 static int send_exitish(ura_ctx *cx, struct ura_dist *d, ura_ref conn, uint64_t peer_flags,
 			int op_payload, int op_old, const erlang_pid *from, const erlang_pid *to,
 			ura_atom reason, const ura_value *value)
 {
 	ei_x_buff x;
-	if (frame_begin(&x) < 0)
-		return -ENOMEM;
-	int payload = (peer_flags & F_EXIT_PAYLOAD) != 0;
-	int rc = ei_x_encode_tuple_header(&x, payload ? 3 : 4) |
-		 ei_x_encode_long(&x, payload ? op_payload : op_old) |
-		 ei_x_encode_pid(&x, from) | ei_x_encode_pid(&x, to);
-	if (!payload)
-		rc |= enc_reason(d, &x, reason, value);
-	else
-		rc |= ei_x_encode_version(&x) | enc_reason(d, &x, reason, value);
-	if (rc < 0) {
-		ei_x_free(&x);
-		return -EINVAL;
-	}
-	frame_end(&x);
+	int rc = enc_exitish(d, &x, peer_flags, op_payload, op_old, from, to, reason, value);
+	if (rc < 0)
+		return rc;
 	rc = ura_send(cx, conn, T_OUT, ura_v_bytes(x.buff, (size_t)x.index));
 	ei_x_free(&x);
 	return rc;
@@ -1321,6 +1356,24 @@ static ura_ref proxy_find(struct conn *c, const erlang_pid *p)
 	if (map_get(&c->proxies, pid_key(p), &v))
 		return (ura_ref){ v };
 	return URA_NOREF;
+}
+
+/* A signal frame (p, n) about local actor `who` for process `to` of our
+ * peer (a DOWN for its monitor, an EXIT for its link). Erlang delivers a
+ * signal after every message its sender sent the process before it; who's
+ * messages to `to` went through to's proxy (a local send: in order with
+ * who's stop, which sent us the DOWN or EXIT we are turning into this), so
+ * the signal goes the same way: the proxy passes it back as its next T_OUT,
+ * after theirs. Straight out when the process has no proxy (then nothing
+ * of who's can be on its way to it). */
+static void conn_signal(ura_ctx *cx, struct conn *c, const erlang_pid *to, ura_ref who,
+			const void *p, size_t n)
+{
+	ura_ref px = proxy_find(c, to);
+	ura_value v[2] = { ura_v_bytes(p, n), ura_v_ref(who) };
+	if (!ura_ref_null(px) && ura_sendv_ctx(cx, px, T_RELAY, v, 2) == 0)
+		return;
+	conn_write_from(cx, c, p, n, who);
 }
 
 /* MONITOR_P from proxy px of process p: written by the connection as it
@@ -1361,8 +1414,9 @@ static ura_ref proxy_for(ura_ctx *cx, struct conn *c, const erlang_pid *p)
 	ura_ref r = proxy_find(c, p);
 	if (!ura_ref_null(r) || p->num > 0x7fff || p->serial > 0x1fff)
 		return r;
-	struct proxy_arg a = { .d = c->d, .conn = ura_self(cx), .peer_flags = c->peer_flags,
-			       .node = c->peer_name, .num = p->num, .serial = p->serial,
+	struct proxy_arg a = { .d = c->d, .peer = c->peer, .conn = ura_self(cx),
+			       .peer_flags = c->peer_flags, .node = c->peer_name, .num = p->num,
+			       .serial = p->serial,
 			       .creation = p->creation };
 	r = proxy_spawn(cx, NULL, &a);
 	if (ura_ref_null(r))
@@ -1931,6 +1985,51 @@ static void on_conn_recv(ura_ctx *cx, const ura_msg *m)
 	conn_recv(cx, c);
 }
 
+/* Back-pressure on a busy link (ura.h): over HOLD_HIGH of output the
+ * proxies hold their mailboxes (each as it next forwards, told by
+ * peer->busy) and their senders are muted; under HOLD_LOW the ones that
+ * held are woken. The connection itself is never muted (URA_CLASS_UNMUTED):
+ * it is what drains the output they wait for. */
+static void conn_pressure(ura_ctx *cx, struct conn *c)
+{
+	size_t out = c->out_len + c->big_bytes;
+	if (!c->busy && out > HOLD_HIGH) {
+		c->busy = 1;
+		if (c->peer)
+			atomic_store_explicit(&c->peer->busy, 1, memory_order_relaxed);
+	} else if (c->busy && out <= HOLD_LOW) {
+		c->busy = 0;
+		if (c->peer)
+			atomic_store_explicit(&c->peer->busy, 0, memory_order_relaxed);
+		for (size_t i = 0; i < c->nheld; i++)
+			ura_send(cx, c->held[i], T_WAKE);
+		c->nheld = 0;
+	}
+}
+
+/* A proxy holds (it saw peer->busy): woken when the output is low again,
+ * or now if it is already. */
+static void on_conn_held(ura_ctx *cx, const ura_msg *m)
+{
+	struct conn *c = ura_state(cx);
+	ura_ref px = ura_arg_ref(m, 0);
+	if (!c->busy || c->closing) {
+		ura_send(cx, px, T_WAKE);
+		return;
+	}
+	if (c->nheld == c->held_cap) {
+		size_t cap = c->held_cap ? 2 * c->held_cap : 16;
+		ura_ref *h = realloc(c->held, cap * sizeof *h);
+		if (!h) {
+			ura_send(cx, px, T_WAKE); /* unheld rather than stuck */
+			return;
+		}
+		c->held = h;
+		c->held_cap = cap;
+	}
+	c->held[c->nheld++] = px;
+}
+
 static void on_conn_sent(ura_ctx *cx, const ura_msg *m)
 {
 	struct conn *c = ura_state(cx);
@@ -1941,6 +2040,7 @@ static void on_conn_sent(ura_ctx *cx, const ura_msg *m)
 		return;
 	}
 	conn_flush(cx, c);
+	conn_pressure(cx, c);
 }
 
 static void on_conn_tick(ura_ctx *cx, const ura_msg *m)
@@ -1968,8 +2068,10 @@ static void on_conn_out(ura_ctx *cx, const ura_msg *m)
 	const void *p = ura_arg_bytes(m, 0, &len);
 	/* A proxy's message names its sender (its order is per sender). */
 	ura_ref from = ura_msg_count(m) > 1 ? ura_arg_ref(m, 1) : URA_NOREF;
-	if (c->phase == P_UP)
+	if (c->phase == P_UP) {
 		conn_write_from(cx, c, p, len, from);
+		conn_pressure(cx, c);
+	}
 }
 
 static void on_conn_down(ura_ctx *cx, const ura_msg *m)
@@ -1996,9 +2098,12 @@ static void on_conn_down(ura_ctx *cx, const ura_msg *m)
 			if (payload)
 				rc |= ei_x_encode_version(&x);
 			rc |= enc_reason(c->d, &x, ura_exit_reason(m), &v);
-			if (rc == 0) {
+			erlang_pid watcher;
+			int at = 0;
+			if (rc == 0 && ei_decode_pid((const char *)e->raw, &at, &watcher) == 0) {
 				frame_end(&x);
-				conn_write(cx, c, x.buff, (size_t)x.index);
+				conn_signal(cx, c, &watcher, ura_exit_who(m), x.buff,
+					    (size_t)x.index);
 			}
 			ei_x_free(&x);
 		}
@@ -2034,8 +2139,12 @@ static void on_conn_exit(ura_ctx *cx, const ura_msg *m)
 		to.serial = e->serial;
 		to.creation = e->creation;
 		*e = c->elinks[--c->nelinks];
-		send_exitish(cx, c->d, ura_self(cx), c->peer_flags, OP_PAYLOAD_EXIT, OP_EXIT, &from,
-			     &to, ura_exit_reason(m), &v);
+		ei_x_buff x;
+		if (enc_exitish(c->d, &x, c->peer_flags, OP_PAYLOAD_EXIT, OP_EXIT, &from, &to,
+				ura_exit_reason(m), &v) == 0) {
+			conn_signal(cx, c, &to, who, x.buff, (size_t)x.index);
+			ei_x_free(&x);
+		}
 	}
 }
 
@@ -2052,6 +2161,7 @@ URA_BEHAVIOR(conn_beh,
 	URA_ON(T_TICK, "", on_conn_tick),
 	URA_ON(T_OUT, "b", on_conn_out),
 	URA_ON(T_OUT, "br", on_conn_out),
+	URA_ON(T_HELD, "r", on_conn_held),
 	URA_ON_ANY(URA_DOWN, on_conn_down),
 	URA_ON_ANY(URA_EXIT, on_conn_exit),
 	URA_ON(T_QUIT, "", on_conn_quit));
@@ -2100,6 +2210,9 @@ static void conn_destroy(void *state)
 	while (c->bigq)
 		big_pop(c);
 	free(c->whole);
+	free(c->held);
+	if (c->peer)
+		atomic_store_explicit(&c->peer->busy, 0, memory_order_relaxed);
 	node_drop(d);
 }
 
@@ -2109,6 +2222,10 @@ static const ura_class conn_class = {
 	.initial = &conn_beh,
 	.init = conn_init,
 	.destroy = conn_destroy,
+	/* It delivers to local actors, and a mute on one of them would stop
+	 * its output's drain, which held proxies and their muted senders
+	 * may wait for: a cycle the mute rule cannot see. */
+	.flags = URA_CLASS_UNMUTED,
 };
 
 /* ---- proxy actor ------------------------------------------------------- */
@@ -2173,6 +2290,19 @@ static int proxy_ctl(struct proxy *px, ura_ref sender)
 	return 0;
 }
 
+/* The link is busy: hold our mailbox, so that our senders are muted,
+ * and tell the connection, which wakes us when it drained. */
+static void proxy_maybe_hold(ura_ctx *cx, struct proxy *px)
+{
+	if (px->held || !px->peer ||
+	    !atomic_load_explicit(&px->peer->busy, memory_order_relaxed))
+		return;
+	if (ura_mailbox_hold(cx, 1) == 0 && ura_send(cx, px->conn, T_HELD, px->self) == 0)
+		px->held = 1;
+	else
+		ura_mailbox_hold(cx, 0);
+}
+
 static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 {
 	struct proxy *px = ura_state(cx);
@@ -2216,6 +2346,36 @@ static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 		ei_x_free(&px->out);
 		px->have_out = 0;
 	}
+	proxy_maybe_hold(cx, px);
+}
+
+/* From the connection: a signal about a local actor (who) for our
+ * process, after what who sent it through us (conn_signal). */
+static void on_proxy_relay(ura_ctx *cx, const ura_msg *m)
+{
+	struct proxy *px = ura_state(cx);
+	if (!ura_ref_eq(ura_sender(cx), px->conn)) {
+		on_proxy_msg(cx, m); /* someone's message of that shape */
+		return;
+	}
+	size_t len;
+	const void *p = ura_arg_bytes(m, 0, &len);
+	ura_send(cx, px->conn, T_OUT, ura_v_bytes(p, len), ura_v_ref(ura_arg_ref(m, 1)));
+}
+
+/* The link drained (or whoever sent it): let go unless it is busy still. */
+static void on_proxy_wake(ura_ctx *cx, const ura_msg *m)
+{
+	struct proxy *px = ura_state(cx);
+	if (!ura_ref_eq(ura_sender(cx), px->conn)) {
+		on_proxy_msg(cx, m);
+		return;
+	}
+	if (!px->held)
+		return;
+	px->held = 0;
+	ura_mailbox_hold(cx, 0);
+	proxy_maybe_hold(cx, px);
 }
 
 static void on_proxy_exit(ura_ctx *cx, const ura_msg *m)
@@ -2242,6 +2402,11 @@ static void on_proxy_exit(ura_ctx *cx, const ura_msg *m)
 
 static void on_proxy_rdown(ura_ctx *cx, const ura_msg *m)
 {
+	struct proxy *px = ura_state(cx);
+	if (!ura_ref_eq(ura_sender(cx), px->conn)) {
+		on_proxy_msg(cx, m);
+		return;
+	}
 	ura_value v = ura_msg_count(m) > 1 ? ura_msg_value(m, 1) : URA_NOVALUE;
 	ura_exit(cx, ura_arg_atom(m, 0), v);
 }
@@ -2250,6 +2415,8 @@ URA_BEHAVIOR(proxy_beh,
 	URA_ON(T_START, "", on_proxy_start),
 	URA_ON_ANY(URA_EXIT, on_proxy_exit),
 	URA_ON_ANY(T_RDOWN, on_proxy_rdown),
+	URA_ON(T_RELAY, "br", on_proxy_relay),
+	URA_ON_ANY(T_WAKE, on_proxy_wake),
 	URA_ON_ANY(0, on_proxy_msg));
 
 static int proxy_init(ura_ctx *cx, void *state, const void *arg)
@@ -2257,6 +2424,7 @@ static int proxy_init(ura_ctx *cx, void *state, const void *arg)
 	const struct proxy_arg *a = arg;
 	struct proxy *px = state;
 	px->d = a->d;
+	px->peer = a->peer;
 	px->self = ura_self(cx);
 	px->conn = a->conn;
 	px->peer_flags = a->peer_flags;
@@ -2291,9 +2459,15 @@ static void proxy_destroy(void *state)
 	node_drop(d);
 }
 
+/* Muting: a sender faster than the proxy's encoding, or than the link
+ * (held, above), keeps its pace with nothing lost. */
+static const ura_mailbox_opts proxy_mailbox = { .capacity = PROXY_MAILBOX,
+						.full = URA_FULL_MUTE };
+
 static const ura_class proxy_class = {
 	.name = "ura_dist_proxy",
 	.state_size = sizeof(struct proxy),
+	.mailbox = &proxy_mailbox,
 	.initial = &proxy_beh,
 	.init = proxy_init,
 	.destroy = proxy_destroy,
@@ -2712,8 +2886,8 @@ URA_API int ura_dist_whereis(ura_dist *d, const char *node, const char *name, ur
 	pthread_mutex_unlock(&d->mu);
 	if (ura_ref_null(conn))
 		return -ENOTCONN;
-	struct proxy_arg a = { .d = d, .conn = conn, .peer_flags = flags, .name = name,
-			       .node = node };
+	struct proxy_arg a = { .d = d, .peer = p, .conn = conn, .peer_flags = flags,
+			       .name = name, .node = node };
 	ura_ref r = proxy_spawn(NULL, d->sys, &a);
 	if (ura_ref_null(r))
 		return -ENOMEM;

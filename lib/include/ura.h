@@ -2032,10 +2032,11 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
  * connection actor holds the ura end of Erlang's links and monitors (so
  * they are in place before anything the process sends after link/1 or
  * monitor/2): an exit signal from a linked Erlang process names the
- * connection as ura_exit_who(). Known gap: a ura actor's last messages
- * to an Erlang process go through the process's proxy, its DOWN (or
- * EXIT) to Erlang straight from the connection, so the DOWN can overtake
- * them, which Erlang's ordering of signals forbids.
+ * connection as ura_exit_who(). A ura actor's DOWN or EXIT for an
+ * Erlang process goes out through the process's proxy, after every
+ * message the actor sent it (Erlang's order of signals); messages sent
+ * by name ({Name, Node}) go through a proxy of their own and are not
+ * ordered with them.
  * ura_dist_node_ref gives the connection actor: ura_monitor on it is
  * Erlang's monitor_node (DOWN with URA_NOCONNECTION).
  *
@@ -2073,9 +2074,18 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
  * URA_MSG_MAX bytes) closes that connection with a log line. A peer
  * silent for tick_ns, or a closed socket, is node loss: every proxy of
  * that node stops with URA_NOCONNECTION, so every monitor and link over
- * it fires. Output waiting on a connection is bounded (64 MiB): a peer
- * that stops reading is dropped once it is reached or a send has waited
- * for tick_ns.
+ * it fires.
+ *
+ * Back-pressure. A proxy's mailbox is bounded (256, URA_FULL_MUTE), and
+ * while a connection's output waiting for the socket is over 1 MiB
+ * (Erlang's default dist_buf_busy_limit) every proxy of that node holds
+ * its mailbox (ura_mailbox_hold) as it next forwards: actors sending to
+ * the node are muted, threads sending to it wait, nothing is lost and
+ * no worker blocks; under 256 KiB they go on. The connection itself is
+ * never muted (URA_CLASS_UNMUTED): it keeps reading and delivering. A
+ * peer that stops reading is dropped once a send has waited for tick_ns,
+ * or once 64 MiB of output wait (only messages larger than the socket's
+ * buffers and the mark together reach that).
  */
 /* Erlang's noconnection, which has more than 10 characters: the two
  * map to each other, in messages and in exit reasons. */
