@@ -880,11 +880,17 @@ int main(void)
 		filler f = { .to = to, .goal = goal };
 		t_must(ura_spawn(sys, &filler_class, &f, &fr));
 		t_must(ura_send(sys, fr, AT("fill")));
-		/* Until the producer stalls: no progress for 500 ms. */
+		/* Until the producer stalls: muted, and no progress for 500 ms
+		 * (a producer merely not scheduled is not muted). */
 		long last = -1, now;
-		for (int i = 0; i < 100 && (now = atomic_load(&g_filled)) != last; i++) {
+		for (int i = 0, still = 0; i < 240 && still < 2; i++) {
+			now = atomic_load(&g_filled);
+			if (now == goal)
+				break;
+			int muted = stats(sys).mb_mutes > st0.mb_mutes;
+			still = muted && now == last ? still + 1 : 0;
 			last = now;
-			usleep(500 * 1000);
+			usleep(250 * 1000);
 		}
 		ura_stats st1 = stats(sys);
 		t_ok(last < goal / 2, "... the producer stalled at %ld of %ld messages (%ld KB)", last,
