@@ -103,7 +103,7 @@ enum {
 #define HOLD_HIGH (1u << 20)
 #define HOLD_LOW (256u << 10)
 /* A proxy's mailbox: a sender faster than its encoding is muted too. */
-#define PROXY_MAILBOX 256
+#define PROXY_MAILBOX 4096
 #define SEND_CHUNK (4u << 20)   /* most bytes handed to one send */
 #define HS_MAX 2048             /* longest handshake message */
 #define LOG_REFUSED_MAX 10      /* refused messages logged per connection */

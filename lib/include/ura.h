@@ -2076,7 +2076,7 @@ URA_API void ura_snap_map_free(ura_snap_map *map);
  * that node stops with URA_NOCONNECTION, so every monitor and link over
  * it fires.
  *
- * Back-pressure. A proxy's mailbox is bounded (256, URA_FULL_MUTE), and
+ * Back-pressure. A proxy's mailbox is bounded (4096, URA_FULL_MUTE), and
  * while a connection's output waiting for the socket is over 1 MiB
  * (Erlang's default dist_buf_busy_limit) every proxy of that node holds
  * its mailbox (ura_mailbox_hold) as it next forwards: actors sending to
