@@ -414,7 +414,7 @@ void ura__bp_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 
 URA_API int ura_mailbox_hold(ura_ctx *cx, int on)
 {
-	if (!cx)
+	if (ura__ctx_bad(cx))
 		return -EINVAL;
 	struct ura__actor *a = cx->a;
 	if (!(atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_BOUNDED))

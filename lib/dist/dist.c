@@ -2019,7 +2019,7 @@ static void on_conn_held(ura_ctx *cx, const ura_msg *m)
 	}
 	if (c->nheld == c->held_cap) {
 		size_t cap = c->held_cap ? 2 * c->held_cap : 16;
-		ura_ref *h = realloc(c->held, cap * sizeof *h);
+		ura_ref *h = ura__realloc(c->held, cap * sizeof *h);
 		if (!h) {
 			ura_send(cx, px, T_WAKE); /* unheld rather than stuck */
 			return;
@@ -2349,15 +2349,24 @@ static void on_proxy_msg(ura_ctx *cx, const ura_msg *m)
 	proxy_maybe_hold(cx, px);
 }
 
+/* Whether m, with one of our connection's internal tags, is from our
+ * connection; if not, it is someone's message of that shape, and goes to
+ * the process like any other. */
+static int from_conn(ura_ctx *cx, struct proxy *px, const ura_msg *m)
+{
+	if (ura_ref_eq(ura_sender(cx), px->conn))
+		return 1;
+	on_proxy_msg(cx, m);
+	return 0;
+}
+
 /* From the connection: a signal about a local actor (who) for our
  * process, after what who sent it through us (conn_signal). */
 static void on_proxy_relay(ura_ctx *cx, const ura_msg *m)
 {
 	struct proxy *px = ura_state(cx);
-	if (!ura_ref_eq(ura_sender(cx), px->conn)) {
-		on_proxy_msg(cx, m); /* someone's message of that shape */
+	if (!from_conn(cx, px, m))
 		return;
-	}
 	size_t len;
 	const void *p = ura_arg_bytes(m, 0, &len);
 	ura_send(cx, px->conn, T_OUT, ura_v_bytes(p, len), ura_v_ref(ura_arg_ref(m, 1)));
@@ -2367,10 +2376,8 @@ static void on_proxy_relay(ura_ctx *cx, const ura_msg *m)
 static void on_proxy_wake(ura_ctx *cx, const ura_msg *m)
 {
 	struct proxy *px = ura_state(cx);
-	if (!ura_ref_eq(ura_sender(cx), px->conn)) {
-		on_proxy_msg(cx, m);
+	if (!from_conn(cx, px, m))
 		return;
-	}
 	if (!px->held)
 		return;
 	px->held = 0;
@@ -2402,11 +2409,8 @@ static void on_proxy_exit(ura_ctx *cx, const ura_msg *m)
 
 static void on_proxy_rdown(ura_ctx *cx, const ura_msg *m)
 {
-	struct proxy *px = ura_state(cx);
-	if (!ura_ref_eq(ura_sender(cx), px->conn)) {
-		on_proxy_msg(cx, m);
+	if (!from_conn(cx, ura_state(cx), m))
 		return;
-	}
 	ura_value v = ura_msg_count(m) > 1 ? ura_msg_value(m, 1) : URA_NOVALUE;
 	ura_exit(cx, ura_arg_atom(m, 0), v);
 }
