@@ -9,6 +9,7 @@
  * continuation; the continuation's payload.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "tap.h"
@@ -82,11 +83,14 @@ static void c_go(ura_ctx *cx, const ura_msg *m)
 }
 /* go2(int idx, ref to): die (idx), then echo (idx + 1), in one turn. */
 #define A_GO2 URA_ATOM("go2")
+static _Atomic int g_go2_done;
 static void c_go2(ura_ctx *cx, const ura_msg *m)
 {
 	int64_t i = ura_arg_i64(m, 0);
 	go(cx, i, ura_arg_ref(m, 1), URA_ATOM("die"), 0, URA_NOREF);
 	go(cx, i + 1, ura_arg_ref(m, 1), URA_ATOM("echo"), 0, URA_NOREF);
+	/* release: pairs with main's acquire; both requests are queued. */
+	atomic_store_explicit(&g_go2_done, 1, memory_order_release);
 }
 static void c_stop(ura_ctx *cx, const ura_msg *m) { (void)m; ura_stop(cx); }
 URA_BEHAVIOR(client_beh,
@@ -165,6 +169,20 @@ static void s_stop(ura_ctx *cx, const ura_msg *m)
 	(void)m;
 	ura_exit(cx, URA_SHUTDOWN, URA_NOVALUE);
 }
+/* gate: keeps the server's token until main opens it, so that what is
+ * sent meanwhile waits in its mailbox, whatever the workers do. */
+#define A_GATE URA_ATOM("gate")
+static _Atomic int g_gate; /* 1 in the handler, 2 opened */
+static void s_gate(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	/* release: pairs with main's acquire load that waits for 1;
+	 * acquire: pairs with main's release store of 2. */
+	atomic_store_explicit(&g_gate, 1, memory_order_release);
+	while (atomic_load_explicit(&g_gate, memory_order_acquire) != 2)
+		sched_yield();
+}
 URA_BEHAVIOR(srv_beh,
 	URA_ON(A_ECHO, "r", s_echo),
 	URA_ON(A_NOREPLY, "r", s_noreply),
@@ -174,6 +192,7 @@ URA_BEHAVIOR(srv_beh,
 	URA_ON(A_GIVE, "", s_give),
 	URA_ON(A_FWD, "r", s_fwd),
 	URA_ON(A_CHAIN, "r", s_chain),
+	URA_ON(A_GATE, "", s_gate),
 	URA_ON(A_STOP, "", s_stop));
 static const ura_class srv_class = {
 	.name = "srv", .state_size = sizeof(srv_st), .initial = &srv_beh,
@@ -285,8 +304,18 @@ int main(void)
 	ura_ref e = spawn(&srv_class);
 	int i1 = next_idx;
 	next_idx += 2;
+	/* e is held in a handler while the client queues both requests: the
+	 * second is in its mailbox when the first stops it (without the gate,
+	 * e could stop before the second is sent, which then fails). */
+	t_must(ura_send(sys, e, A_GATE));
+	while (atomic_load_explicit(&g_gate, memory_order_acquire) != 1)
+		sched_yield();
 	t_must(ura_send(sys, client, A_GO2, (int64_t)i1, e));
+	while (!atomic_load_explicit(&g_go2_done, memory_order_acquire))
+		sched_yield();
+	atomic_store_explicit(&g_gate, 2, memory_order_release);
 	settle();
+	t_rc(atomic_load(&g_rc[(i1 + 1) % 16]), 0, "the request behind the stop was sent");
 	check(i1, URA_ERROR, A_CRASH, "the first of two requests stops the actor");
 	check(i1 + 1, URA_ERROR, A_CRASH, "a request queued behind the stop (a dead letter)");
 	ura_ref f = spawn(&srv_class);
