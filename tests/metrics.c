@@ -667,6 +667,86 @@ static void bodies(void)
 	t_must(ura_system_destroy(sys));
 }
 
+/* ---- 10. the record's pointer in the slot (core/metrics.h) ----------- */
+
+/* A metered actor keeps its record's pointer in the last 8 bytes of the
+ * slot's inline state: a 40-byte state moves to the heap for a metered
+ * class, 32 bytes stay inline; both keep every byte, and an unmetered
+ * class keeps all 40 inline. */
+#define A_CHECK URA_ATOM("check")
+static _Atomic int g_state_ok[3];
+static void fill_inc(ura_ctx *cx, const ura_msg *m)
+{
+	int64_t *v = ura_state(cx);
+	int64_t n = ura_arg_i64(m, 0);
+	for (int i = 0; i < n; i++)
+		v[i] += i + 1;
+}
+/* check(k, words, slot): v[i] == k * (i + 1) for every word. */
+static void fill_check(ura_ctx *cx, const ura_msg *m)
+{
+	int64_t *v = ura_state(cx);
+	int64_t k = ura_arg_i64(m, 0), n = ura_arg_i64(m, 1);
+	int ok = 1;
+	for (int i = 0; i < n; i++)
+		ok &= v[i] == k * (i + 1);
+	atomic_store(&g_state_ok[ura_arg_i64(m, 2)], ok ? 1 : -1);
+}
+URA_BEHAVIOR(fill_beh, URA_ON(A_INC, "i", fill_inc), URA_ON(A_CHECK, "iii", fill_check),
+	     URA_ON(A_STOP, "", on_stop));
+static const ura_class fill40_metered = {
+	.name = "fill40m", .state_size = 40, .initial = &fill_beh, .metrics = URA_CLASS_METRICS,
+};
+static const ura_class fill32_metered = {
+	.name = "fill32m", .state_size = 32, .initial = &fill_beh, .metrics = URA_CLASS_METRICS,
+};
+static const ura_class fill40_plain = { .name = "fill40", .state_size = 40, .initial = &fill_beh };
+
+#define KF 300
+static void record_in_slot(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	const ura_class *cls[3] = { &fill40_metered, &fill32_metered, &fill40_plain };
+	const int64_t words[3] = { 5, 4, 5 };
+	for (int round = 0; round < 2; round++) {
+		ura_ref r[3];
+		for (int c = 0; c < 3; c++) {
+			t_must(ura_spawn(sys, cls[c], NULL, &r[c]));
+			atomic_store(&g_state_ok[c], 0);
+			for (int i = 0; i < KF; i++)
+				t_must(ura_send(sys, r[c], A_INC, words[c]));
+			t_must(ura_send(sys, r[c], A_CHECK, (int64_t)KF, words[c], (int64_t)c));
+		}
+		t_rc(await_guarded(sys), 0, "round %d: await", round);
+		for (int c = 0; c < 3; c++)
+			t_eq(atomic_load(&g_state_ok[c]), 1, "round %d: %s: every state byte kept",
+			     round, cls[c]->name);
+		for (int c = 0; c < 2; c++) {
+			ura_actor_info ai;
+			t_must(ura_actor_inspect(sys, r[c], &ai));
+			t_eq(ai.handled, KF + 1, "round %d: %s: its record counted %d", round,
+			     cls[c]->name, KF + 1);
+		}
+		ura_class_metrics cm[8];
+		int nc = ura_metrics_classes(sys, cm, 8, NULL);
+		uint64_t h40 = 0;
+		for (int c = 0; c < nc && c < 8; c++)
+			if (cm[c].cls == &fill40_metered)
+				h40 = cm[c].handled;
+		/* each earlier round: KF incs, the check, the stop */
+		t_eq(h40, (uint64_t)round * (KF + 2) + KF + 1,
+		     "round %d: the class counted every handled message", round);
+		/* Stopped: the slots go back, to be taken by the next round's
+		 * spawns with the classes in another order of need. */
+		for (int c = 0; c < 3; c++)
+			t_must(ura_send(sys, r[c], A_STOP));
+		t_rc(await_guarded(sys), 0, "round %d: stopped", round);
+	}
+	t_must(ura_system_destroy(sys));
+}
+
 int main(void)
 {
 	counters();
@@ -676,5 +756,6 @@ int main(void)
 	wakeups_by_kind();
 	bounded_metered();
 	bodies();
+	record_in_slot();
 	return t_done();
 }

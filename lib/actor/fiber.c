@@ -823,8 +823,10 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
 	if (ura__unlikely(f->mx.cs != NULL)) {
 		f->handled++;
 		struct ura__worker *w = cx->w;
-		if (ura__unlikely(!(++w->mx->tick & w->mx->mask)))
+		if (ura__unlikely(!--w->mx->left)) {
+			w->mx->left = w->mx->mask + 1;
 			t0 = ura__now_ns();
+		}
 	}
 	if (m->kind == URA__MK_REQUEST) {
 		cx->req_from = m->from;

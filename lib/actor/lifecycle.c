@@ -119,8 +119,11 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	ura__sig_stop(sys, w, a, self, reason, value);
 	/* Stashed messages that never matched are counted with the unmatched
 	 * ones: they were handled, by being dropped now. */
-	if (w)
+	if (w) {
 		ura__add(&w->st.unmatched, lost);
+		if (lost)
+			ura__mx_unmatched(w, lost);
+	}
 	if (zombie) {
 		a->beh = NULL;
 		ura__io_cancel_all(w, a);
@@ -156,9 +159,13 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 		release(sys, w, a);
 		return NULL;
 	}
-	a->inline_state = cls->state_size <= sizeof a->inl;
+	/* A metered class keeps its record's pointer in inl's last bytes
+	 * (core/metrics.h): inline states are smaller there. */
+	int metered = ura__metered(cls);
+	a->inline_state = cls->state_size <= (metered ? URA__AMX_INL : sizeof a->inl);
+	if (a->inline_state || metered)
+		memset(a->inl, 0, sizeof a->inl); /* the record: none yet */
 	if (a->inline_state) {
-		memset(a->inl, 0, sizeof a->inl);
 		state = cls->state_size ? a->inl : NULL;
 	} else {
 		state = ura__calloc(1, cls->state_size);

@@ -46,6 +46,7 @@ static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
 		return 0;
 	}
 	ura__inc(&cx->w->st.unmatched);
+	ura__mx_unmatched(cx->w, 1);
 	if (cx->sys->trace_unmatched)
 		trace_unmatched(cx, m, "unmatched message dropped");
 	return 0;
@@ -120,6 +121,7 @@ static __attribute__((noinline)) int deliver_kind(struct ura_ctx *cx, struct ura
 		if (a->beh == &ura__scoped_beh)
 			return dispatch(cx, m); /* a scoped actor's own request */
 		ura__inc(&cx->w->st.unmatched);
+		ura__mx_unmatched(cx->w, 1);
 		if (cx->sys->trace_unmatched)
 			trace_unmatched(cx, m, "answer to no pending request dropped");
 		return 0;
@@ -140,6 +142,22 @@ static inline int deliver(struct ura_ctx *cx, struct ura_msg *m)
 	return deliver_kind(cx, m);
 }
 
+/* A metered turn's timed message, 1 in 2^shift (core/metrics.h): the
+ * handler's time to the class's histogram and, scaled, to the actor's
+ * record. Out of line: the loop keeps one test for it. */
+static __attribute__((noinline)) int deliver_timed(struct ura_ctx *cx, struct ura__cstat *cs,
+						   struct ura_msg *m)
+{
+	uint64_t t0 = ura__now_ns();
+	int matched = deliver(cx, m);
+	uint64_t dt = ura__now_ns() - t0;
+	if (cs) {
+		ura__hist_add(&cs->handler, dt);
+		ura__mx_timed(cx->sys, cx->a, dt);
+	}
+	return matched;
+}
+
 /* After a become: offer the stash to the new behavior, oldest first. */
 static void redeliver_stash(struct ura_ctx *cx)
 {
@@ -157,6 +175,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 				ura__sig_reason(a, &reason, &value);
 				ura__request_orphan(cx->sys, cx->w, a, m, reason, value);
 				ura__inc(&cx->w->st.unmatched);
+				ura__mx_unmatched(cx->w, 1);
 				ura__msg_free(&cx->w->pool, m);
 				continue;
 			}
@@ -214,26 +233,34 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	 * took (core/bound.h): given back once, at the end. */
 	struct ura__bp *bp = NULL;
 	unsigned bpn = 0;
-	/* Metered classes (core/metrics.h): one lookup per turn, the counts
-	 * taken as differences of the worker's own, so the loop below gains
-	 * one test per message and, 1 in 2^shift, two clock reads. */
-	struct ura__mx_mark mk = { 0 };
-	uint64_t handled = 0, timed_ns = 0;
-	if (metered)
-		ura__mx_begin(sys, w, a->cls, &mk);
-	struct ura__cstat *cs = mk.cs;
+	/* Metered classes (core/metrics.h): one lookup per turn; what the
+	 * turn takes and handles counted in registers, the rare unmatched
+	 * and dead letters by their own paths into w->mx->cur; a countdown
+	 * in a register picks the message whose handler is timed. */
+	struct ura__cstat *cs = NULL;
+	uint32_t took = 0, handled = 0, left = 0;
+	if (metered) {
+		cs = ura__cstat_of(sys, w, a->cls);
+		w->mx->cur = cs;
+		left = w->mx->left;
+	}
+	/* A stamped message (URA__MF_WAIT) takes the rare branch below in a
+	 * metered turn: the common case stays one test. */
+	const unsigned rare = URA__MF_PH | URA__MF_POKE | URA__MF_BP | (metered ? URA__MF_WAIT : 0);
 
 	while ((m = ura__mb_pop(&a->mb, &r))) {
 		retire(w, a, r);
 		ura__inc(&w->st.received);
-		if (metered && ura__unlikely(m->flags & URA__MF_WAIT))
-			ura__mx_waited(cs, m);
+		if (metered)
+			took++;
 		/* One test for the common case: same phase, no poke, not a
-		 * bounded mailbox's (URA__MF_BP, core/bound.h). */
-		if (ura__likely((m->flags & (URA__MF_PH | URA__MF_POKE | URA__MF_BP)) == aph)) {
+		 * bounded mailbox's (URA__MF_BP, core/bound.h), no stamp. */
+		if (ura__likely((m->flags & rare) == aph)) {
 			same++;
 		} else {
 			int drop = 0;
+			if (metered && (m->flags & URA__MF_WAIT))
+				ura__mx_waited(cs, m);
 			if (m->flags & URA__MF_BP)
 				drop = ura__bp_took(sys, a->idx, &bp, &bpn);
 			if ((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph) {
@@ -272,23 +299,22 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 				 * late: answered with the exit reason. */
 				ura__sig_dead_letter(w, a, m);
 			ura__inc(&w->st.dead_letters);
+			if (metered)
+				ura__mx_dead(w);
 			if (++n >= sys->batch)
 				break;
 			continue;
 		}
 		int matched;
-		if (ura__likely(!cs)) {
+		if (!metered) {
 			matched = deliver(&cx, m);
-		} else if (ura__unlikely(!(++w->mx->tick & w->mx->mask))) {
-			uint64_t t0 = ura__now_ns();
-			matched = deliver(&cx, m);
-			uint64_t dt = ura__now_ns() - t0;
-			ura__hist_add(&cs->handler, dt);
-			timed_ns += dt << sys->mx->shift;
-			handled += matched;
+		} else if (ura__unlikely(!--left)) {
+			left = w->mx->mask + 1;
+			matched = deliver_timed(&cx, cs, m);
+			handled += (uint32_t)matched;
 		} else {
 			matched = deliver(&cx, m);
-			handled += matched;
+			handled += (uint32_t)matched;
 		}
 		int became = a->became;
 		if (became)
@@ -309,8 +335,12 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	if (ura__unlikely(bpn))
 		ura__bp_taken(sys, w, bp, bpn);
 	URA_PROBE3(turn_end, a->idx, w->id, n);
-	if (ura__unlikely(cs != NULL))
-		ura__mx_end(sys, w, a, &mk, handled, timed_ns);
+	if (metered) {
+		w->mx->left = left;
+		w->mx->cur = NULL;
+		if (ura__likely(cs != NULL))
+			ura__mx_turn(sys, a, cs, took, handled);
+	}
 	/* The turn's demonitors (actor/signal.c 3.), into this turn's
 	 * batches. */
 	if (ura__unlikely(ura__sig_dem_pending(a)))

@@ -26,6 +26,7 @@ int ura__mx_init(ura_system *sys, unsigned shift)
 		if (!wm)
 			return -ENOMEM; /* ura__mx_fini frees what was made */
 		wm->mask = (1u << shift) - 1;
+		wm->left = wm->mask + 1;
 		sys->workers[i].mx = wm;
 	}
 	return 0;
@@ -140,6 +141,7 @@ void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *
 	}
 	ura__cs_add(w, &cs->spawned, 1);
 	struct ura__amx *r = ura__amx_make(sys, ura__idx_no(a->idx));
+	ura__amx_own_set(a, r);
 	if (!r)
 		return; /* counted, not inspectable */
 	ura__st(&r->mailbox, 0);
@@ -157,6 +159,7 @@ void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *
 	if (!cs)
 		return;
 	ura__cs_add(w, normal ? &cs->stopped_normal : &cs->stopped_other, 1);
+	ura__amx_own_set(a, NULL);
 	struct ura__amx *r = ura__amx_at(sys, ura__idx_no(a->idx));
 	if (!r || !ura__ld(&r->cls))
 		return;

@@ -23,6 +23,7 @@
 #define URA_CORE_METRICS_H
 
 #include <pthread.h>
+#include <string.h>
 
 #include "core/core.h"
 
@@ -88,8 +89,12 @@ struct ura__wmx {
 		const ura_class *cls;
 		struct ura__cstat *st;
 	} cache[URA__MX_CACHE];
-	uint32_t tick;         /* owner: handled messages, for the sampling */
-	uint32_t mask;         /* time one handled message when !(tick & mask) */
+	uint32_t left;         /* owner: handled messages until one is timed */
+	uint32_t mask;         /* 2^shift - 1: left starts again at mask + 1 */
+	/* Owner only: the class block of the metered turn running, NULL
+	 * outside one: the rare counts (unmatched, dead letters) go there
+	 * from their own paths, so the turn's loop does not count them. */
+	struct ura__cstat *cur;
 	uint64_t fire_now;     /* owner: the clock of the timer expiry running */
 	/* Written by the owner, read by anyone (see the top). */
 	_Atomic uint64_t start_ns, woken;
@@ -130,6 +135,24 @@ struct ura__mx {
 	_Atomic(struct ura__amx *) *amx; /* URA__MAX_CHUNKS pointers */
 };
 
+/* A metered actor's record, also kept in the last 8 bytes of its slot's
+ * inline state (a metered class's state is inline only up to
+ * URA__AMX_INL bytes, actor/lifecycle.c): the turn's end finds it in a
+ * line it has touched anyway instead of by the chunk lookup (13 of the
+ * metered turn's instructions, bench/README.md, issue 17). Token holder
+ * only, and only while the actor is alive: set at its spawn (NULL: no
+ * record), cleared at its stop, and a tombstone may use the bytes after. */
+#define URA__AMX_INL (sizeof(((struct ura__actor *)0)->inl) - sizeof(struct ura__amx *))
+static inline struct ura__amx *ura__amx_own(const struct ura__actor *a)
+{
+	struct ura__amx *r;
+	memcpy(&r, a->inl + URA__AMX_INL, sizeof r);
+	return r;
+}
+static inline void ura__amx_own_set(struct ura__actor *a, struct ura__amx *r)
+{
+	memcpy(a->inl + URA__AMX_INL, &r, sizeof r);
+}
 /* System life (runtime/system.c): 0 or -ENOMEM. */
 int ura__mx_init(ura_system *sys, unsigned shift);
 void ura__mx_fini(ura_system *sys);
@@ -264,21 +287,20 @@ static inline void ura__mx_woken(struct ura__worker *w)
 void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		     int normal);
-/* The turn's end: its counts and the mailbox depth it leaves behind. */
+/* The end of a metered turn (or a body's stint): what it took from the
+ * mailbox and handled, to the class and the actor's record, with the
+ * depth it leaves behind. */
 static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
-				struct ura__cstat *cs, uint64_t received, uint64_t handled,
-				uint64_t unmatched, uint64_t dead, uint64_t ns)
+				struct ura__cstat *cs, uint64_t received, uint64_t handled)
 {
+	(void)sys;
 	ura__add(&cs->received, received);
 	ura__add(&cs->handled, handled);
-	/* Rare: a test is cheaper than a load and store of a zero. */
-	if (ura__unlikely(unmatched))
-		ura__add(&cs->unmatched, unmatched);
-	if (ura__unlikely(dead))
-		ura__add(&cs->dead_letters, dead);
-	struct ura__amx *r = ura__amx_at(sys, ura__idx_no(a->idx));
-	if (!r || ura__ld(&r->cls) == NULL)
-		return; /* no record (no memory at its spawn), or stopped */
+	if (a->state_kind != URA__A_ALIVE)
+		return; /* stopped in this turn: its record is closed */
+	struct ura__amx *r = ura__amx_own(a);
+	if (!r)
+		return; /* no record (no memory at its spawn) */
 	uint32_t d = ura__mb_depth(&a->mb);
 	uint32_t old = ura__ld(&r->mailbox);
 	if (d != old) {
@@ -286,10 +308,31 @@ static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
 		ura__st(&r->mailbox, d);
 	}
 	ura__add(&r->handled, handled);
-	if (ns)
-		ura__add(&r->handler_ns, ns);
 	/* The behavior's name is stored where it changes (ura__mx_beh), not
 	 * here: 5 instructions of every turn (bench/README.md, issue 17). */
+}
+/* A timed handler's time, scaled by the sampling, to the actor's record
+ * (unless it stopped in that handler). Token holder. */
+static inline void ura__mx_timed(ura_system *sys, struct ura__actor *a, uint64_t ns)
+{
+	struct ura__amx *r = a->state_kind == URA__A_ALIVE ? ura__amx_own(a) : NULL;
+	if (r)
+		ura__add(&r->handler_ns, ns << sys->mx->shift);
+}
+/* The rare counts of the metered turn running on w (w->mx->cur), from
+ * their own paths: nothing when none runs (a plain turn; a body's stint,
+ * which counts its own: ura__mx_end). */
+static inline void ura__mx_unmatched(struct ura__worker *w, uint64_t n)
+{
+	struct ura__cstat *c = w->mx->cur;
+	if (ura__unlikely(c != NULL))
+		ura__add(&c->unmatched, n);
+}
+static inline void ura__mx_dead(struct ura__worker *w)
+{
+	struct ura__cstat *c = w->mx->cur;
+	if (ura__unlikely(c != NULL))
+		ura__inc(&c->dead_letters);
 }
 /* A metered actor's behavior changed (become, restore): its record says
  * so. Token holder. */
@@ -300,11 +343,11 @@ static inline void ura__mx_beh(ura_system *sys, struct ura__actor *a)
 		ura__st(&r->beh, a->beh ? a->beh->name : NULL);
 }
 
-/* A metered turn, or a body's stint on a worker (actor/fiber.c), which
- * keeps the turn's rules: the class's block on this worker, and the
- * worker's counts at the start. Those counts move only for this actor
- * until the end, so their differences are its own (no per-message count
- * of its own). cs NULL: not metered (or the class table is full). */
+/* A body's stint on a worker (actor/fiber.c), metered: the class's block
+ * on this worker, and the worker's counts at the start. Those counts move
+ * only for this actor until the end, so their differences are its own.
+ * (An event turn counts in registers instead: actor/turn.c.) cs NULL:
+ * not metered (or the class table is full). */
 struct ura__mx_mark {
 	struct ura__cstat *cs;
 	uint64_t recv0, unm0, dead0;
@@ -318,12 +361,21 @@ static inline void ura__mx_begin(ura_system *sys, struct ura__worker *w,
 	k->dead0 = ura__ld(&w->st.dead_letters);
 }
 /* The end: the differences, with what the caller counted (handled, and
- * the sampled handler time scaled), to the class and the actor's record. */
+ * the sampled handler time, scaled), to the class and the actor's record. */
 static inline void ura__mx_end(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 			       const struct ura__mx_mark *k, uint64_t handled, uint64_t ns)
 {
-	ura__mx_turn(sys, a, k->cs, ura__ld(&w->st.received) - k->recv0, handled,
-		     ura__ld(&w->st.unmatched) - k->unm0,
-		     ura__ld(&w->st.dead_letters) - k->dead0, ns);
+	uint64_t unm = ura__ld(&w->st.unmatched) - k->unm0;
+	uint64_t dead = ura__ld(&w->st.dead_letters) - k->dead0;
+	if (unm)
+		ura__add(&k->cs->unmatched, unm);
+	if (dead)
+		ura__add(&k->cs->dead_letters, dead);
+	if (ns) {
+		struct ura__amx *r = a->state_kind == URA__A_ALIVE ? ura__amx_own(a) : NULL;
+		if (r)
+			ura__add(&r->handler_ns, ns);
+	}
+	ura__mx_turn(sys, a, k->cs, ura__ld(&w->st.received) - k->recv0, handled);
 }
 #endif
