@@ -420,7 +420,8 @@ typedef struct ura_class {
 	 * (see "Metrics"); | URA_CLASS_METRICS_WAIT (which implies the
 	 * first): sample its mailbox wait too (ura_metrics_class_wait: each
 	 * send to it pays a test, 1 in sample_every a clock read); 0: not
-	 * counted (the default). */
+	 * counted (the default). A metered actor's state is kept in its
+	 * slot up to 32 bytes (40 unmetered), allocated beyond. */
 	uint64_t metrics;
 	/* A context-switching actor (see "Context-switching actors"): its
 	 * body runs on a stack of its own once the spawn returned, and
