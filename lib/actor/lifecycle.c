@@ -13,6 +13,11 @@
 #include "io/io.h"
 #include "time/delay.h"
 
+/* A stopped metered actor's turn finds its record pointer cleared: the
+ * tombstone written at its stop must leave those bytes alone. */
+_Static_assert(sizeof(struct ura__tomb) <= URA__AMX_INL,
+	       "a tombstone leaves the record pointer (core/metrics.h) alone");
+
 static void free_state(struct ura__actor *a)
 {
 	if (!a->inline_state)

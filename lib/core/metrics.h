@@ -140,8 +140,10 @@ struct ura__mx {
  * URA__AMX_INL bytes, actor/lifecycle.c): the turn's end finds it in a
  * line it has touched anyway instead of by the chunk lookup (13 of the
  * metered turn's instructions, bench/README.md, issue 17). Token holder
- * only, and only while the actor is alive: set at its spawn (NULL: no
- * record), cleared at its stop, and a tombstone may use the bytes after. */
+ * only: set at its spawn (NULL: no record), cleared at its stop, so a
+ * turn that ends after a stop finds NULL; the stop's tombstone (actor/
+ * signal.h) fits in the bytes before (asserted in actor/lifecycle.c),
+ * and a state in the slot is at most URA__AMX_INL bytes. */
 #define URA__AMX_INL (sizeof(((struct ura__actor *)0)->inl) - sizeof(struct ura__amx *))
 static inline struct ura__amx *ura__amx_own(const struct ura__actor *a)
 {
@@ -296,11 +298,9 @@ static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
 	(void)sys;
 	ura__add(&cs->received, received);
 	ura__add(&cs->handled, handled);
-	if (a->state_kind != URA__A_ALIVE)
-		return; /* stopped in this turn: its record is closed */
 	struct ura__amx *r = ura__amx_own(a);
 	if (!r)
-		return; /* no record (no memory at its spawn) */
+		return; /* no record (no memory at its spawn), or stopped */
 	uint32_t d = ura__mb_depth(&a->mb);
 	uint32_t old = ura__ld(&r->mailbox);
 	if (d != old) {
@@ -315,7 +315,7 @@ static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
  * (unless it stopped in that handler). Token holder. */
 static inline void ura__mx_timed(ura_system *sys, struct ura__actor *a, uint64_t ns)
 {
-	struct ura__amx *r = a->state_kind == URA__A_ALIVE ? ura__amx_own(a) : NULL;
+	struct ura__amx *r = ura__amx_own(a);
 	if (r)
 		ura__add(&r->handler_ns, ns << sys->mx->shift);
 }
@@ -372,7 +372,7 @@ static inline void ura__mx_end(ura_system *sys, struct ura__worker *w, struct ur
 	if (dead)
 		ura__add(&k->cs->dead_letters, dead);
 	if (ns) {
-		struct ura__amx *r = a->state_kind == URA__A_ALIVE ? ura__amx_own(a) : NULL;
+		struct ura__amx *r = ura__amx_own(a);
 		if (r)
 			ura__add(&r->handler_ns, ns);
 	}
