@@ -27,9 +27,13 @@ static inline int ura__msg_make_in(ura_system *sys, struct ura__worker *w,
 {
 	if (ura__unlikely(!sys || !ura_atom_valid(tag)))
 		return -EINVAL;
-	long size = ura__msg_size(vals, n);
-	if (ura__unlikely(size < 0))
-		return (int)size;
+	uint64_t sig = 0;
+	long size = (long)ura__msg_scalar(vals, n, &sig);
+	if (ura__unlikely(!size)) {
+		size = ura__msg_size(vals, n);
+		if (ura__unlikely(size < 0))
+			return (int)size;
+	}
 	struct ura__actor *a = ura__slot_get(sys, ura__ref_idx(to));
 	uint32_t gen = ura__ref_gen(to);
 	/* acquire: pairs with the release stores of gen at spawn and stop. */
@@ -43,7 +47,10 @@ static inline int ura__msg_make_in(ura_system *sys, struct ura__worker *w,
 	struct ura_msg *m = ura__msg_alloc(w ? &w->pool : ext, (size_t)size);
 	if (ura__unlikely(!m))
 		return -ENOMEM;
-	ura__msg_fill(m, tag, from, vals, n);
+	if (ura__likely(sig || !n))
+		ura__msg_fill_scalar(m, tag, from, vals, n, sig);
+	else
+		ura__msg_fill(m, tag, from, vals, n);
 	m->to_gen = gen;
 	m->kind = kind;
 	m->req = req;
