@@ -74,11 +74,11 @@ struct ura__fiber {
 	struct ura__bp *bp;
 	unsigned bpn;
 	/* A metered class (core/metrics.h): the stint's start (mx.cs
-	 * NULL: not metered), what it handled and timed; they go to the
-	 * class and the actor's record when the body lets go of the worker
+	 * NULL: not metered) and what it handled; they go to the class and
+	 * the actor's record when the body lets go of the worker
 	 * (stint_end), as a turn's do at its end. */
 	struct ura__mx_mark mx;
-	uint64_t handled, timed_ns;
+	uint64_t handled;
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
@@ -504,7 +504,7 @@ static inline void stint_end(struct ura__fiber *f)
 		f->bpn = 0;
 	}
 	if (ura__unlikely(f->mx.cs != NULL)) {
-		ura__mx_end(w->sys, w, f->cx.a, &f->mx, f->handled, f->timed_ns);
+		ura__mx_end(w, f->cx.a, &f->mx, f->handled);
 		f->mx.cs = NULL;
 	}
 }
@@ -560,7 +560,6 @@ static inline void fiber_begin(struct ura__worker *w, struct ura__fiber *f)
 	if (ura__unlikely(ura__metered(a->cls))) {
 		ura__mx_begin(w->sys, w, a->cls, &f->mx);
 		f->handled = 0;
-		f->timed_ns = 0;
 	}
 }
 
@@ -842,7 +841,7 @@ static void run_case(struct ura__fiber *f, const ura_case *c, struct ura_msg *m)
 	if (ura__unlikely(t0) && f->mx.cs) {
 		uint64_t dt = ura__now_ns() - t0;
 		ura__hist_add(&f->mx.cs->handler, dt);
-		f->timed_ns += dt << cx->sys->mx->shift;
+		ura__mx_timed(cx->sys, cx->a, dt);
 	}
 	f->busy--;
 	cx->m = NULL;

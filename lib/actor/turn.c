@@ -339,7 +339,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		w->mx->left = left;
 		w->mx->cur = NULL;
 		if (ura__likely(cs != NULL))
-			ura__mx_turn(sys, a, cs, took, handled);
+			ura__mx_turn(a, cs, took, handled);
 	}
 	/* The turn's demonitors (actor/signal.c 3.), into this turn's
 	 * batches. */

@@ -292,10 +292,9 @@ void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *
 /* The end of a metered turn (or a body's stint): what it took from the
  * mailbox and handled, to the class and the actor's record, with the
  * depth it leaves behind. */
-static inline void ura__mx_turn(ura_system *sys, struct ura__actor *a,
-				struct ura__cstat *cs, uint64_t received, uint64_t handled)
+static inline void ura__mx_turn(struct ura__actor *a, struct ura__cstat *cs,
+				uint64_t received, uint64_t handled)
 {
-	(void)sys;
 	ura__add(&cs->received, received);
 	ura__add(&cs->handled, handled);
 	struct ura__amx *r = ura__amx_own(a);
@@ -360,10 +359,11 @@ static inline void ura__mx_begin(ura_system *sys, struct ura__worker *w,
 	k->unm0 = ura__ld(&w->st.unmatched);
 	k->dead0 = ura__ld(&w->st.dead_letters);
 }
-/* The end: the differences, with what the caller counted (handled, and
- * the sampled handler time, scaled), to the class and the actor's record. */
-static inline void ura__mx_end(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-			       const struct ura__mx_mark *k, uint64_t handled, uint64_t ns)
+/* The end: the differences, with what the caller counted (handled), to
+ * the class and the actor's record. (Timed handlers went to the record as
+ * they ended: ura__mx_timed.) */
+static inline void ura__mx_end(struct ura__worker *w, struct ura__actor *a,
+			       const struct ura__mx_mark *k, uint64_t handled)
 {
 	uint64_t unm = ura__ld(&w->st.unmatched) - k->unm0;
 	uint64_t dead = ura__ld(&w->st.dead_letters) - k->dead0;
@@ -371,11 +371,6 @@ static inline void ura__mx_end(ura_system *sys, struct ura__worker *w, struct ur
 		ura__add(&k->cs->unmatched, unm);
 	if (dead)
 		ura__add(&k->cs->dead_letters, dead);
-	if (ns) {
-		struct ura__amx *r = ura__amx_own(a);
-		if (r)
-			ura__add(&r->handler_ns, ns);
-	}
-	ura__mx_turn(sys, a, k->cs, ura__ld(&w->st.received) - k->recv0, handled);
+	ura__mx_turn(a, k->cs, ura__ld(&w->st.received) - k->recv0, handled);
 }
 #endif
