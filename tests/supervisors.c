@@ -239,7 +239,10 @@ static void test_strategy(ura_system *sys, ura_sup_strategy st, const char *name
 		down_of(before[2].ref, &wc);
 		t_eq(wc, URA_SHUTDOWN, "rest_for_one: c terminated with shutdown");
 	}
+	/* The watcher monitors on its own turn: wait for it, or the kill can
+	 * come first and the DOWN says noproc. */
 	watch(sys, sup);
+	await_guarded(sys);
 	ura_kill(sys, sup, URA_SHUTDOWN);
 	await_guarded(sys);
 	ura_atom ws = 0;
