@@ -12,7 +12,7 @@
  *           told to stop): pairs per second each, and the ratio; and the
  *           same with Erlang's spawn_link (b's init spawns a with .link,
  *           a exits in its init), one message a pair like the unlinked.
- * Usage: signals [mon_n] [down_rounds] [pairs]
+ * Usage: signals [mon_n] [down_rounds] [pairs] [only]
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -163,6 +163,18 @@ int main(int argc, char **argv)
 	ura_system *sys;
 	ura_config cfg = { .workers = 2 };
 	B_CHECK(ura_system_new(&sys, &cfg));
+
+	/* `only`: one kind of pair, once (1 unlinked, 2 link, 3 spawn_link),
+	 * for an instruction count of one kind (bench/README.md). */
+	if (argc > 4) {
+		long only = (long)b_arg(argc, argv, 4, 1);
+		if (only > 3)
+			b_fail("usage: signals mon_n rounds pairs [only: 1 2 3]");
+		printf("pairs: kind %ld %.0f/s (n=%ld)\n", only,
+		       pairs_rate(sys, (int)only - 1, pairs), pairs);
+		B_CHECK(ura_system_destroy(sys));
+		return 0;
+	}
 
 	ura_ref t, w;
 	B_CHECK(ura_spawn_ex(sys, &watcher_class, NULL, &(ura_spawn_opts){ .worker = URA_WORKER(0) },

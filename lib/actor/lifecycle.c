@@ -63,7 +63,8 @@ void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int
 	/* The exit reason into the slot (the state is gone), for signals
 	 * that arrive late (actor/signal.c). */
 	ura__sig_bury(w, a);
-	ura__fiber_free(sys, a);
+	if (a->x && a->x->fib) /* most have none: no call */
+		ura__fiber_free(sys, a);
 	ura__actor_x_free(sys, w, a);
 	a->beh = NULL;
 	/* A failed init (no destroy callback) was never counted as spawned,
@@ -117,7 +118,8 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 		ura__timer_cancel(sys, w, a->x->rt);
 		a->x->rt = 0;
 	}
-	ura__timers_cancel_owned(sys, w, a);
+	if (a->x && a->x->timers) /* most have none: no call */
+		ura__timers_cancel_owned(sys, w, a);
 	free_stash(sys, w, a, &lost, reason, value);
 	ura__requests_drop(sys, w, a);
 	/* Watchers, links, monitors held, open promises (actor/signal.c). */
@@ -502,7 +504,8 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 				free(s->tab);
 			if (s->value.type == URA_T_STR || s->value.type == URA_T_BYTES)
 				free(s->value.u.ptr);
-			ura__arena_drop(&sys->arena, s, 0);
+			if (!ura__sig_in_x(x, s))
+				ura__arena_drop(&sys->arena, s, 0);
 		}
 		/* Pending timers themselves are freed (and counted) with the
 		 * workers' timer tables. */

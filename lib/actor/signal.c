@@ -158,6 +158,12 @@ static int rehash(struct ura__sig *s, uint32_t cap)
 
 int ura__sig_add(struct ura__sig *s, uint32_t type, uint64_t k1, uint64_t k2, uint64_t v)
 {
+	if (!s->used) { /* empty, no tombstones (a link's first entry): no probe */
+		struct ura__sent *e = &s->tab[sent_hash(type, k1, k2) & (s->cap - 1)];
+		*e = (struct ura__sent){ k1, k2, v, type, 0 };
+		s->used = s->n = 1;
+		return 0;
+	}
 	/* The inline table may fill up (a probe visits at most cap slots);
 	 * a heap table stays under 3/4. */
 	int full = s->cap == URA__SIG_INLINE ? s->used + 1 > s->cap
@@ -220,18 +226,30 @@ static void table_clear(struct ura__sig *s)
 
 struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 {
-	struct ura__actor_x *x = ura__actor_x(w, a);
-	if (!x)
-		return NULL;
-	if (ura__likely(x->sig != NULL))
+	struct ura__actor_x *x = a->x;
+	struct ura__sig *s;
+	if (ura__likely(x && x->sig))
 		return x->sig;
-	struct ura__sig *s = ura__pool_get(ura__pool_of(w), sizeof *s);
-	if (!s)
-		return NULL;
+	if (!x) {
+		/* Most side records are made for this record (a link, a
+		 * monitor, an exit reason): both in one pool block, one get
+		 * and one put a life (bench/signals pairs). */
+		x = ura__actor_x_new_tail(w, a, sizeof *s);
+		if (!x)
+			return NULL;
+		s = ura__actor_x_tail(x);
+	} else if (x->tail >= sizeof *s) {
+		s = ura__actor_x_tail(x); /* made with the tail, freed since */
+	} else {
+		s = ura__pool_get(ura__pool_of(w), sizeof *s);
+		if (!s)
+			return NULL;
+	}
 	/* Field by field: most of the record is the inline table, whose
-	 * free slots need only their type (table_clear's inl_reset). */
+	 * free slots need only their type (inl_reset). */
 	s->tab = s->inl;
-	table_clear(s);
+	s->cap = URA__SIG_INLINE;
+	s->n = s->used = 0;
 	s->trap = s->has_reason = s->dem_n = 0;
 	s->next_mon = s->next_unlink = 0;
 	s->reason = 0;
@@ -298,7 +316,8 @@ void ura__sig_free(struct ura__worker *w, struct ura__actor *a)
 	if (s->tab != s->inl)
 		free(s->tab);
 	value_free(&s->value);
-	ura__pool_put(ura__pool_of(w), s, sizeof *s);
+	if (!ura__sig_in_x(a->x, s)) /* else it goes with the side record */
+		ura__pool_put(ura__pool_of(w), s, sizeof *s);
 	a->x->sig = NULL;
 }
 
@@ -434,8 +453,11 @@ void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 	if (!s || !s->n)
 		return;
 	unsigned home = ura__home(a);
-	for (uint32_t i = 0; i < s->cap; i++) {
+	/* Every live entry is sent for once: the walk ends at the last. */
+	uint32_t left = s->n;
+	for (uint32_t i = 0; left && i < s->cap; i++) {
 		struct ura__sent *e = &s->tab[i];
+		left -= e->type != URA__S_FREE && e->type != URA__S_TOMB;
 		switch (e->type) {
 		case URA__S_WATCH:
 			send_down(sys, w, home, self, (ura_ref){ e->k1 }, e->k2, reason, value);
@@ -479,7 +501,8 @@ void ura__sig_bury(struct ura__worker *w, struct ura__actor *a)
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
 	if (!s)
 		return;
-	ura__tomb_free(a);
+	/* No tombstone to free: incarnate took the last one before the state
+	 * (which shares its bytes) was made. */
 	if (s->has_reason && (s->reason != URA_NORMAL || s->value.type)) {
 		/* The state is gone (ura__bury freed it first): `inl` is free
 		 * until the slot's next incarnation. The value's copy moves

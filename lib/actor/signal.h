@@ -66,6 +66,13 @@ struct ura__tomb {
 _Static_assert(sizeof(struct ura__tomb) <= sizeof(((struct ura__actor *)0)->inl),
 	       "a tombstone fits the inline state");
 
+/* Whether s lives in its side record's block, after the record (made
+ * so by ura__sig_of): it goes with the record, not on its own. */
+static inline int ura__sig_in_x(struct ura__actor_x *x, const struct ura__sig *s)
+{
+	return x->tail >= sizeof *s && (const void *)s == ura__actor_x_tail(x);
+}
+
 /* The signal record, made on first use; NULL without memory. Token. */
 struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a);
 /* Frees the record (the actor's stop, a failed spawn, destroy). */

@@ -409,6 +409,11 @@ static inline struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
 struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w);
 void ura__slot_free_ext(ura_system *sys, struct ura__actor *a);
 struct ura__actor_x *ura__actor_x_new(struct ura__worker *w, struct ura__actor *a);
+/* The side record with `tail` bytes after it in the same block, for the
+ * layer that made it to use (ura__actor_x_tail): one allocation where
+ * the record is made for that layer's sake (actor/signal.c's record). */
+struct ura__actor_x *ura__actor_x_new_tail(struct ura__worker *w, struct ura__actor *a,
+					   uint32_t tail);
 void ura__actor_x_drop(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 
 /* A slot whose token the caller then holds, or NULL (-ENOMEM); w: the
@@ -445,6 +450,11 @@ struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r);
 static inline struct ura__actor_x *ura__actor_x(struct ura__worker *w, struct ura__actor *a)
 {
 	return a->x ? a->x : ura__actor_x_new(w, a);
+}
+/* The bytes after the record (x->tail of them), aligned as malloc's. */
+static inline void *ura__actor_x_tail(struct ura__actor_x *x)
+{
+	return (char *)x + URA__X_HEAD;
 }
 /* Frees the side record and the lists of every layer in it; w as above. */
 static inline void ura__actor_x_free(ura_system *sys, struct ura__worker *w,

@@ -86,7 +86,12 @@ struct ura__actor_x {
 	struct ura__fiber *fib;             /* actor/fiber.h: a context-switching
 	                                       actor's stack; freed by actor/ before
 	                                       the record (ura__fiber_free) */
+	uint32_t tail;                      /* bytes after the record, in its block
+	                                       (ura__actor_x_new_tail), 0 for none */
 };
+
+/* Where a tail starts in the record's block (ura__actor_x_tail). */
+#define URA__X_HEAD ((sizeof(struct ura__actor_x) + 15) & ~(size_t)15)
 
 _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
 _Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");

@@ -109,12 +109,27 @@ struct ura__actor_x *ura__actor_x_new(struct ura__worker *w, struct ura__actor *
 	return x;
 }
 
+struct ura__actor_x *ura__actor_x_new_tail(struct ura__worker *w, struct ura__actor *a,
+					   uint32_t tail)
+{
+	struct ura__actor_x *x = ura__pool_get(ura__pool_of(w), URA__X_HEAD + tail);
+	if (x) {
+		memset(x, 0, sizeof *x);
+		x->tail = tail;
+	}
+	a->x = x;
+	return x;
+}
+
 void ura__actor_x_drop(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 {
-	free(a->x->io);
-	free(a->x->timers);
+	if (a->x->io)
+		free(a->x->io);
+	if (a->x->timers)
+		free(a->x->timers);
+	size_t size = a->x->tail ? URA__X_HEAD + a->x->tail : sizeof *a->x;
 	if (w)
-		ura__pool_put(&w->pool, a->x, sizeof *a->x);
+		ura__pool_put(&w->pool, a->x, size);
 	else /* off the workers (a failed spawn from outside, destroy): an
 	      * arena block cannot go into a pool here; it goes with the arena */
 		ura__arena_drop(&sys->arena, a->x, 0);
