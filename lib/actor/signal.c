@@ -444,20 +444,17 @@ void ura__sig_dem_flush(ura_system *sys, struct ura__worker *w, struct ura__acto
 	s->dem_n = 0;
 }
 
-void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-		   ura_ref self, ura_atom reason, ura_value value)
+void ura__sig_stop_walk(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+			ura_ref self, ura_atom reason, ura_value value)
 {
-	struct ura__sig *s = a->x ? a->x->sig : NULL;
-	if (s && s->dem_n)
+	struct ura__sig *s = a->x->sig;
+	if (s->dem_n)
 		ura__sig_dem_flush(sys, w, a, self);
-	if (!s || !s->n)
+	if (!s->n)
 		return;
 	unsigned home = ura__home(a);
-	/* Every live entry is sent for once: the walk ends at the last. */
-	uint32_t left = s->n;
-	for (uint32_t i = 0; left && i < s->cap; i++) {
+	for (uint32_t i = 0; i < s->cap; i++) {
 		struct ura__sent *e = &s->tab[i];
-		left -= e->type != URA__S_FREE && e->type != URA__S_TOMB;
 		switch (e->type) {
 		case URA__S_WATCH:
 			send_down(sys, w, home, self, (ura_ref){ e->k1 }, e->k2, reason, value);

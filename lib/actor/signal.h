@@ -92,8 +92,17 @@ void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_value *value);
  * a DOWN to every watcher, an exit signal to every link, a demonitor
  * for every monitor it held, URA_ERROR for every open promise; then the
  * tables go. `self` is the stopped incarnation's ref. */
-void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-		   ura_ref self, ura_atom reason, ura_value value);
+void ura__sig_stop_walk(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+			ura_ref self, ura_atom reason, ura_value value);
+static inline void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
+				 ura_ref self, ura_atom reason, ura_value value)
+{
+	/* Inline: most stops have no record, or an empty one (a link's
+	 * survivor, whose exit signal took the entry), and pay no call. */
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (s && (s->n || s->dem_n))
+		ura__sig_stop_walk(sys, w, a, self, reason, value);
+}
 /* The burial: the exit reason into the slot's tombstone (if it is not a
  * plain normal), and the record freed. */
 void ura__sig_bury(struct ura__worker *w, struct ura__actor *a);
