@@ -121,7 +121,8 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	if (a->x && a->x->timers) /* most have none: no call */
 		ura__timers_cancel_owned(sys, w, a);
 	free_stash(sys, w, a, &lost, reason, value);
-	ura__requests_drop(sys, w, a);
+	if (a->x && a->x->pending) /* most have none: no call */
+		ura__requests_drop(sys, w, a);
 	/* Watchers, links, monitors held, open promises (actor/signal.c). */
 	ura__sig_stop(sys, w, a, self, reason, value);
 	/* Stashed messages that never matched are counted with the unmatched

@@ -345,18 +345,6 @@ static void clear_reason(struct ura__actor *a)
 	}
 }
 
-void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_value *value)
-{
-	struct ura__sig *s = a->x ? a->x->sig : NULL;
-	if (s && s->has_reason) {
-		*reason = s->reason;
-		*value = s->value;
-		return;
-	}
-	*reason = URA_NORMAL;
-	memset(value, 0, sizeof *value);
-}
-
 /* ---- sending --------------------------------------------------------- */
 
 int ura__sig_send(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref from,
@@ -485,10 +473,8 @@ static struct ura__tomb *tomb_of(struct ura__actor *a)
 	return (struct ura__tomb *)(void *)a->inl;
 }
 
-void ura__tomb_free(struct ura__actor *a)
+void ura__tomb_free_value(struct ura__actor *a)
 {
-	if (!a->tomb)
-		return;
 	value_free(&tomb_of(a)->value);
 	a->tomb = 0;
 }

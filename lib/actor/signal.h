@@ -86,7 +86,17 @@ void ura__sig_del(struct ura__sig *s, struct ura__sent *e);
 int ura__sig_set_reason(struct ura__worker *w, struct ura__actor *a, ura_atom reason,
 			ura_value value);
 /* The exit reason the actor stops with now: normal unless set. */
-void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_value *value);
+static inline void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_value *value)
+{
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	if (s && s->has_reason) {
+		*reason = s->reason;
+		*value = s->value;
+		return;
+	}
+	*reason = URA_NORMAL;
+	memset(value, 0, sizeof *value);
+}
 
 /* The stop (from ura__die, token held, after the generation moved on):
  * a DOWN to every watcher, an exit signal to every link, a demonitor
@@ -116,7 +126,12 @@ static inline int ura__sig_dem_pending(const struct ura__actor *a)
 	return a->x && a->x->sig && a->x->sig->dem_n;
 }
 /* Frees a slot's tombstone (its reuse, destroy). */
-void ura__tomb_free(struct ura__actor *a);
+void ura__tomb_free_value(struct ura__actor *a);
+static inline void ura__tomb_free(struct ura__actor *a)
+{
+	if (a->tomb) /* most slots have none: no call */
+		ura__tomb_free_value(a);
+}
 
 /* A signal (kind MONITOR .. DOWN) reached a live actor in a turn: acted
  * on here (0), or to be matched by the behavior as a message (1: a DOWN
