@@ -259,9 +259,15 @@ struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 	return s;
 }
 
+/* Whether a reason's value (or its copy) has a heap part. */
+static inline int value_owns(ura_value v)
+{
+	return v.type == URA_T_STR || v.type == URA_T_BYTES;
+}
+
 static void value_free(ura_value *v)
 {
-	if (v->type == URA_T_STR || v->type == URA_T_BYTES)
+	if (value_owns(*v))
 		free(v->u.ptr);
 	memset(v, 0, sizeof *v);
 }
@@ -326,7 +332,16 @@ int ura__sig_set_reason(struct ura__worker *w, struct ura__actor *a, ura_atom re
 {
 	struct ura__sig *s = ura__sig_of(w, a);
 	ura_value copy;
-	if (!s || value_copy(&copy, value) < 0)
+	if (!s)
+		return -ENOMEM;
+	if (!value_owns(value) && !value_owns(s->value)) { /* nothing to copy or free */
+		s->reason = reason;
+		s->value = value;
+		s->value.len = 0;
+		s->has_reason = 1;
+		return 0;
+	}
+	if (value_copy(&copy, value) < 0)
 		return -ENOMEM;
 	value_free(&s->value);
 	s->reason = reason;
