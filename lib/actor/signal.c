@@ -238,8 +238,6 @@ struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 		if (!x)
 			return NULL;
 		s = ura__actor_x_tail(x);
-	} else if (x->tail >= sizeof *s) {
-		s = ura__actor_x_tail(x); /* made with the tail, freed since */
 	} else {
 		s = ura__pool_get(ura__pool_of(w), sizeof *s);
 		if (!s)
@@ -332,18 +330,10 @@ int ura__sig_set_reason(struct ura__worker *w, struct ura__actor *a, ura_atom re
 {
 	struct ura__sig *s = ura__sig_of(w, a);
 	ura_value copy;
-	if (!s)
+	if (!s || value_copy(&copy, value) < 0)
 		return -ENOMEM;
-	if (!value_owns(value) && !value_owns(s->value)) { /* nothing to copy or free */
-		s->reason = reason;
-		s->value = value;
-		s->value.len = 0;
-		s->has_reason = 1;
-		return 0;
-	}
-	if (value_copy(&copy, value) < 0)
-		return -ENOMEM;
-	value_free(&s->value);
+	if (value_owns(s->value)) /* the old one's heap part; the rest is overwritten */
+		free(s->value.u.ptr);
 	s->reason = reason;
 	s->value = copy;
 	s->has_reason = 1;

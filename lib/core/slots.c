@@ -102,11 +102,7 @@ void ura__slot_free_ext(ura_system *sys, struct ura__actor *a)
  * free). */
 struct ura__actor_x *ura__actor_x_new(struct ura__worker *w, struct ura__actor *a)
 {
-	struct ura__actor_x *x = ura__pool_get(ura__pool_of(w), sizeof *x);
-	if (x)
-		memset(x, 0, sizeof *x);
-	a->x = x;
-	return x;
+	return ura__actor_x_new_tail(w, a, 0);
 }
 
 struct ura__actor_x *ura__actor_x_new_tail(struct ura__worker *w, struct ura__actor *a,
@@ -127,9 +123,8 @@ void ura__actor_x_drop(ura_system *sys, struct ura__worker *w, struct ura__actor
 		free(a->x->io);
 	if (a->x->timers)
 		free(a->x->timers);
-	size_t size = a->x->tail ? URA__X_HEAD + a->x->tail : sizeof *a->x;
 	if (w)
-		ura__pool_put(&w->pool, a->x, size);
+		ura__pool_put(&w->pool, a->x, URA__X_HEAD + a->x->tail);
 	else /* off the workers (a failed spawn from outside, destroy): an
 	      * arena block cannot go into a pool here; it goes with the arena */
 		ura__arena_drop(&sys->arena, a->x, 0);
