@@ -219,8 +219,14 @@ void ura__refill(struct ura__worker *w)
 	}
 }
 
+/* Half a victim's run queue in one CAS (at most this many), the oldest
+ * to run now and the rest queued here: one steal's fixed costs (the
+ * spinning count, the victim's head line, set_busy) are paid once for
+ * a batch of woken actors, as Go's runqsteal does. */
+#define URA__STEAL_MAX (URA__RQ_SIZE / 2)
+
 static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
-				      unsigned count)
+				      unsigned count, int remote)
 {
 	ura_system *sys = w->sys;
 	w->rng = w->rng * 1103515245u + 12345u;
@@ -229,9 +235,24 @@ static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
 		struct ura__worker *v = &sys->workers[first + (start + i) % count];
 		if (v == w || !ura__rq_len(&v->rq))
 			continue; /* known empty: no CAS, no cache-line steal */
-		struct ura__actor *a = ura__rq_pop(&v->rq);
-		if (a)
-			return a;
+		struct ura__actor *got[URA__STEAL_MAX];
+		uint32_t n = ura__rq_grab(&v->rq, got, URA__STEAL_MAX);
+		if (!n)
+			continue;
+		/* The thief is idle: its queues are empty, so the rest fit
+		 * its ring (push_local would take an overflow anyway). */
+		for (uint32_t k = 1; k < n; k++)
+			if (w->ovf_head || !ura__rq_push(&w->rq, got[k]))
+				ura__push_local(w, got[k]);
+		if (n > 1) {
+			/* Counted here, the first by the caller: a steal is an
+			 * actor moved. A third worker may come for the rest. */
+			ura__add(&w->st.steals, n - 1);
+			if (remote)
+				ura__add(&w->st.steals_remote, n - 1);
+			maybe_wake(sys, w);
+		}
+		return got[0];
 	}
 	return NULL;
 }
@@ -403,7 +424,7 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	struct ura__node *n = &sys->nodes[w->node];
-	struct ura__actor *a = steal_range(w, n->first, n->count);
+	struct ura__actor *a = steal_range(w, n->first, n->count, 0);
 	int remote = 0;
 	/* A few looks per grace period are enough, and each one reads
 	 * lines the busy owners write on every wake: a spinning thief that
@@ -434,7 +455,7 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 		return NULL;
 	for (unsigned k = 1; k < sys->nnodes; k++) {
 		struct ura__node *r = &sys->nodes[(w->node + k) % sys->nnodes];
-		if ((a = steal_range(w, r->first, r->count))) {
+		if ((a = steal_range(w, r->first, r->count, 1))) {
 			ura__inc(&w->st.steals);
 			ura__inc(&w->st.steals_remote);
 			URA_PROBE2(steal, w->id, 1);

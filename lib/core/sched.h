@@ -90,6 +90,38 @@ static inline struct ura__actor *ura__rq_pop(struct ura__runq *q)
 	}
 }
 
+/* Thief only: takes up to half of q's entries (rounded up, at most
+ * max), oldest first, with one CAS on head, into out[] (Go's
+ * runqgrab); returns how many, 0 if q is empty. Each entry read is the
+ * thief's only if the CAS succeeds: the owner cannot overwrite slots in
+ * [h, t) before head has moved past them, and then the CAS fails. */
+static inline uint32_t ura__rq_grab(struct ura__runq *q, struct ura__actor **out, uint32_t max)
+{
+	for (;;) {
+		/* acquire (both): as in ura__rq_pop. */
+		uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
+		uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
+		uint32_t n = t - h;
+		if (!n)
+			return 0;
+		if (n > URA__RQ_SIZE)
+			continue; /* torn read of a moving queue */
+		n -= n / 2;
+		if (n > max)
+			n = max;
+		for (uint32_t i = 0; i < n; i++)
+			out[i] = atomic_load_explicit(&q->buf[(h + i) % URA__RQ_SIZE],
+						      memory_order_relaxed);
+		/* acq_rel: release orders the reads of the slots before the
+		 * owner may overwrite them (pairs with its acquire of head in
+		 * ura__rq_push), as in ura__rq_pop. */
+		if (atomic_compare_exchange_weak_explicit(&q->head, &h, h + n,
+							  memory_order_acq_rel,
+							  memory_order_relaxed))
+			return n;
+	}
+}
+
 /* Out of line, for the rare branches of ura__pick. */
 void ura__refill(struct ura__worker *w);
 struct ura__actor *ura__inject_pop(struct ura__worker *w);
