@@ -265,6 +265,15 @@ static struct ura__actor *find_work(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
 	struct ura__actor *a;
+	/* One look before going idle: a peer's queued actor (most often one
+	 * its turn just woke) is taken without the idle round trip, the
+	 * seq_cst idle store, the two RMWs of the shared spinning count and
+	 * the busy epoch's, which cost more than the steal itself at 2
+	 * workers (bench/README.md, contention). A worker busy meanwhile only
+	 * makes the quiescence check wait: conservative. */
+	if (sys->nworkers > 1 && !atomic_load_explicit(&w->idle, memory_order_relaxed) &&
+	    (a = ura__find_stealable(w, ura__now_ns())))
+		return a;
 	/* Idle from here until we hold work again, whatever emptied our
 	 * queues (our own turns, or a thief). */
 	set_idle(w);
