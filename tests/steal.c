@@ -6,6 +6,11 @@
  * them they all run there, one after another. They must complete on more
  * than one worker, and ura_stats.steals must count the thefts. Runs with
  * more workers than CPUs too (threads then share CPUs).
+ *
+ * Bursts: a hub wakes 200 actors at once, 300 times over, so thieves
+ * take half a run queue at a time (core/sched.c, steal_range) and then
+ * are robbed themselves; every actor must handle every round's message
+ * exactly once and the counts of the system must balance.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -104,6 +109,88 @@ static void run(unsigned workers)
 	t_destroy(sys);
 }
 
+/* ---- bursts ---- */
+#define A_ROUND URA_ATOM("round")
+#define A_DONE URA_ATOM("done")
+#define BURST 200
+#define ROUNDS 300
+static _Atomic int g_seen[BURST];
+static _Atomic int g_rounds_done;
+static ura_ref g_member[BURST];
+typedef struct { int64_t dones, round; } hub_state;
+
+static void member_round(ura_ctx *cx, const ura_msg *m)
+{
+	int64_t i = ura_arg_i64(m, 0);
+	if (i < 0 || i >= BURST) {
+		atomic_fetch_add(&g_errors, 1);
+		return;
+	}
+	atomic_fetch_add(&g_seen[i], 1);
+	if (ura_reply(cx, A_DONE) < 0)
+		atomic_fetch_add(&g_errors, 1);
+}
+URA_BEHAVIOR(member_beh, URA_ON(A_ROUND, "i", member_round));
+static const ura_class member_class = { .name = "member", .initial = &member_beh };
+
+static void hub_round(ura_ctx *cx)
+{
+	hub_state *h = ura_state(cx);
+	/* One turn wakes them all: the first runs next here, the rest
+	 * queue on this worker for the thieves. */
+	for (int i = 0; i < BURST; i++)
+		if (ura_send(cx, g_member[i], A_ROUND, i) < 0)
+			atomic_fetch_add(&g_errors, 1);
+	h->round++;
+}
+static void hub_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	hub_round(cx);
+}
+static void hub_done(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	hub_state *h = ura_state(cx);
+	if (++h->dones % BURST)
+		return;
+	atomic_fetch_add(&g_rounds_done, 1);
+	if (h->round < ROUNDS)
+		hub_round(cx);
+}
+URA_BEHAVIOR(hub_beh, URA_ON(A_GO, "", hub_go), URA_ON(A_DONE, "", hub_done));
+static const ura_class hub_class = { .name = "hub", .state_size = sizeof(hub_state),
+				     .initial = &hub_beh };
+
+static void bursts(unsigned workers)
+{
+	atomic_store(&g_errors, 0);
+	atomic_store(&g_rounds_done, 0);
+	for (int i = 0; i < BURST; i++)
+		atomic_store(&g_seen[i], 0);
+	ura_system *sys = t_system(workers);
+	for (int i = 0; i < BURST; i++)
+		t_must(ura_spawn(sys, &member_class, NULL, &g_member[i]));
+	ura_ref hub;
+	t_must(ura_spawn(sys, &hub_class, NULL, &hub));
+	t_must(ura_send(sys, hub, A_GO));
+	t_rc(await_guarded(sys), 0, "bursts, %u workers: await", workers);
+	t_eq(atomic_load(&g_errors), 0, "bursts, %u workers: sends and replies accepted", workers);
+	t_eq(atomic_load(&g_rounds_done), ROUNDS, "bursts, %u workers: every round ended", workers);
+	int wrong = 0;
+	for (int i = 0; i < BURST; i++)
+		wrong += atomic_load(&g_seen[i]) != ROUNDS;
+	t_eq(wrong, 0, "bursts, %u workers: each actor handled each round once", workers);
+	ura_stats st;
+	t_rc(ura_system_stats(sys, &st), 0, "bursts, %u workers: stats", workers);
+	t_eq(st.sent, st.received, "bursts, %u workers: sent == received", workers);
+	t_ok(st.steals > 0, "bursts, %u workers: actors were stolen (%llu)", workers,
+	     (unsigned long long)st.steals);
+	t_diag("bursts, %u workers: %llu steals in %llu turns", workers,
+	       (unsigned long long)st.steals, (unsigned long long)st.turns);
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	if (getenv("URA_WORKERS")) {
@@ -112,5 +199,8 @@ int main(void)
 	}
 	run(2);
 	run(4);
+	bursts(2);
+	bursts(4);
+	bursts(8);
 	return t_done();
 }
