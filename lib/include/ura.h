@@ -2119,7 +2119,9 @@ URA_API int ura_dist_start(ura_system *sys, const ura_dist_opts *opts,
 			   ura_dist **out);
 /* Unregisters from epmd, stops the listener and every connection (their
  * proxies stop with URA_NOCONNECTION) and frees d once they are gone.
- * Call it before ura_system_destroy. Any non-worker thread. */
+ * It returns at once: the listener and connections stop on the workers,
+ * so wait for them (ura_system_await) before ura_system_destroy, which
+ * otherwise may return -EBUSY. Any non-worker thread. */
 URA_API int ura_dist_stop(ura_dist *d);
 /* This node's name ("ura@host"), valid until ura_dist_stop. */
 URA_API const char *ura_dist_name(const ura_dist *d);
