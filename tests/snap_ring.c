@@ -270,7 +270,7 @@ typedef struct {
 	ura_group *club;
 } tick_state;
 
-static _Atomic int64_t ticks_total, cancels_ok, asks_ok, pings;
+static _Atomic int64_t ticks_total, cancels_ok, asks_ok, pings, becomes;
 static _Atomic uint64_t last_tick_ns;
 
 static void on_arm(ura_ctx *cx, const ura_msg *m)
@@ -307,6 +307,7 @@ static const ura_behavior tick_beh2;
 static void on_become(ura_ctx *cx, const ura_msg *m)
 {
 	ura_become_bound(cx, &tick_beh2, ura_arg_ref(m, 0));
+	atomic_fetch_add(&becomes, 1);
 }
 
 /* Only the second behavior answers `ask`, with its bound ref. */
@@ -376,7 +377,19 @@ static void timers_and_groups(const char *dir)
 	t_must(ura_send(sys, a[0], A_ARM, (int64_t)(600 * URA_MSEC)));
 	t_must(ura_send(sys, a[1], A_ARM, (int64_t)(600 * URA_MSEC)));
 	t_must(ura_send(sys, a[2], A_BECOME, a[3]));
-	usleep(20000);
+	/* Cut once both arms and the become were handled, so that every run
+	 * takes the same path: idle actors, captured by the snapshot thread
+	 * with their delayed sends pending. (An earlier cut would pass too,
+	 * by the other path: messages sent before the cut are handled before
+	 * their actor's capture.) Armed, not pending: it only grows, so a
+	 * slow poll cannot miss it; a tick that fired before the cut fails
+	 * the timers check below. */
+	uint64_t w0 = t_now_ns();
+	while ((stats(sys).timers_armed < 2 || atomic_load(&becomes) < 1) &&
+	       t_now_ns() - w0 < 10 * URA_SEC)
+		usleep(100);
+	t_ok(stats(sys).timers_armed == 2 && atomic_load(&becomes) == 1,
+	     "both delayed sends armed and a[2] in its second behavior before the cut");
 	struct t_snap s;
 	t_snap_init(&s);
 	t_must(t_snap_start(sys, path, &s, 0));
