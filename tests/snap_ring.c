@@ -576,11 +576,22 @@ typedef struct { int64_t v; ura_ref kid; } late_state;
 static _Atomic int64_t kid_hits;
 static const ura_class kid_class;
 
+/* The snapshot starts while the handler runs (the actor is in the old
+ * phase, being in a turn of a message sent before the cut), and the child
+ * is spawned only after the cut: each side waits for the other's flag.
+ * A sleep on either side let a slow main thread cut after the spawn, and
+ * the test passed without testing a late child. */
+static _Atomic int late_running, late_cut, late_after_cut;
+
 static void late_spawn(ura_ctx *cx, const ura_msg *m)
 {
 	late_state *s = ura_state(cx);
 	(void)m;
-	usleep(150000); /* the snapshot starts meanwhile: we are in the old phase */
+	atomic_store(&late_running, 1);
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&late_cut) && t_now_ns() - t0 < 10 * URA_SEC)
+		usleep(100);
+	atomic_store(&late_after_cut, atomic_load(&late_cut));
 	ura_spawn(cx, &kid_class, &(late_state){ .v = 42 }, &s->kid);
 }
 static void late_check(ura_ctx *cx, const ura_msg *m)
@@ -623,11 +634,18 @@ static void late_child(const char *dir)
 	ura_ref p;
 	t_must(ura_spawn(sys, &late_class, NULL, &p));
 	t_must(ura_send(sys, p, A_LATE));
-	usleep(50000);
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&late_running) && t_now_ns() - t0 < 10 * URA_SEC)
+		usleep(100);
+	t_ok(atomic_load(&late_running), "the old-phase actor is in its turn before the cut");
 	struct t_snap s;
 	t_snap_init(&s);
-	t_must(t_snap_start(sys, path, &s, 0));
+	/* ura_snapshot has made the cut when it returns. */
+	int rc = t_snap_start(sys, path, &s, 0);
+	atomic_store(&late_cut, 1);
+	t_must(rc);
 	t_rc(t_snap_wait(&s), 0, "snapshot while an old-phase actor spawns");
+	t_ok(atomic_load(&late_after_cut), "it spawned its child after the cut");
 	t_eq(s.info.actors, 2, "the child it spawned after the cut is in it");
 	t_must(await_guarded(sys));
 	t_destroy(sys);
