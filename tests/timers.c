@@ -742,6 +742,11 @@ static void test_quiescence(void)
 	t_ok(h > 0, "pending at destroy: a 60 s delayed send from outside, with a string");
 	t_must(ura_send(sys, d, A_GO, s, (int64_t)(60 * URA_SEC), 5));
 	t_rc(ura_system_await_for(sys, 50 * URA_MSEC), -ETIMEDOUT, "pending at destroy: not quiescent");
+	/* d arms the second in its handler, which a loaded machine may not
+	 * have run within the 50 ms above. */
+	uint64_t w0 = t_now_ns();
+	while (stats(sys).timers_pending < 2 && t_now_ns() - w0 < 10 * URA_SEC)
+		usleep(100);
 	ura_stats st = stats(sys);
 	t_eq(st.timers_pending, 2, "pending at destroy: stats.timers_pending == 2");
 	t_rc(ura_system_destroy(sys), -EBUSY, "pending at destroy: destroy returns -EBUSY");
