@@ -86,16 +86,20 @@ static const ura_class sel_class = { .name = "sel", .body = sel_body,
 
 static void test_selective(void)
 {
-	ura_system *sys = t_system(2);
+	/* Paused until all five are queued, as the body expects: x(3) comes
+	 * after b, and a body started early could take b and be through its
+	 * 20 ms wait and its polls for the x's before a slow main thread had
+	 * sent x(3). */
+	ura_system *sys;
+	t_must(ura_system_new(&sys, &(ura_config){ .workers = 2, .paused = 1 }));
 	ura_ref r;
 	t_must(ura_spawn(sys, &sel_class, NULL, &r));
-	/* The body may start before these land: it blocks in its first
-	 * receive until b comes, and keeps a and the x's in order. */
-	ura_send(sys, r, A_A, 1);
-	ura_send(sys, r, A_X, 1);
-	ura_send(sys, r, A_X, 2);
-	ura_send(sys, r, A_B, 2);
-	ura_send(sys, r, A_X, 3);
+	t_must(ura_send(sys, r, A_A, 1));
+	t_must(ura_send(sys, r, A_X, 1));
+	t_must(ura_send(sys, r, A_X, 2));
+	t_must(ura_send(sys, r, A_B, 2));
+	t_must(ura_send(sys, r, A_X, 3));
+	t_must(ura_system_start(sys));
 	t_rc(await_guarded(sys), 0, "the selective body ran to its end");
 	t_eq(sel_rc[0], 0, "receive(b) took b though a came first");
 	t_eq(sel_v[0], 2, "... b's value");
