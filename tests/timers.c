@@ -588,13 +588,21 @@ static void delayer_delay(ura_ctx *cx, const ura_msg *m)
 }
 /* The same, then the target is told to stop: it stops after the arm,
  * whatever order the workers run the two actors in (a stop sent by the
- * test beside the arm raced it on a loaded machine). */
+ * test beside the arm raced it on a loaded machine). Then, on a system
+ * of one worker, the turn holds that worker until the test has armed its
+ * own delayed send (10 s at most): the target, its stop queued before
+ * either hit can come, cannot stop before both are armed. */
 #define A_GOSTOP URA_ATOM("gostop")
+static _Atomic int g_stop_queued, g_ext_armed;
 static void delayer_delay_stop(ura_ctx *cx, const ura_msg *m)
 {
 	delayer_delay(cx, m);
 	if (ura_send(cx, ura_arg_ref(m, 0), A_STOP) < 0)
 		atomic_fetch_add(&g_errors, 1);
+	atomic_store(&g_stop_queued, 1);
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&g_ext_armed) && t_now_ns() - t0 < 10 * URA_SEC)
+		usleep(100);
 }
 URA_BEHAVIOR(delayer_beh, URA_ON(A_GO, "rii", delayer_delay),
 	     URA_ON(A_GOSTOP, "rii", delayer_delay_stop));
@@ -602,18 +610,26 @@ static const ura_class delayer_class = { .name = "delayer", .initial = &delayer_
 
 static void test_dead_target(void)
 {
-	ura_system *sys = t_system(0);
+	/* One worker, for delayer_delay_stop's hold, which orders the stop
+	 * before both hits: a time margin (300 ms) let an external hit in
+	 * first when the worker that owned it ran while d's was slow. */
+	ura_system *sys = t_system(1);
 	ura_ref x, d;
 	hits_reset();
 	atomic_store(&g_errors, 0);
+	atomic_store(&g_stop_queued, 0);
+	atomic_store(&g_ext_armed, 0);
 	t_must(ura_spawn(sys, &sink_class, NULL, &x));
 	t_must(ura_spawn(sys, &delayer_class, NULL, &d));
 	ura_stats st0 = stats(sys);
-	/* 300 ms: the stop below is handled long before (a hang-free
-	 * margin, not a timing check). */
-	ura_timer h = ura_send_after(sys, x, 300 * URA_MSEC, A_HIT, 1);
+	t_must(ura_send(sys, d, A_GOSTOP, x, (int64_t)URA_MSEC, 2));
+	uint64_t t0 = t_now_ns();
+	while (!atomic_load(&g_stop_queued) && t_now_ns() - t0 < 10 * URA_SEC)
+		usleep(100);
+	t_ok(atomic_load(&g_stop_queued), "dead target: the stop is queued before the external arm");
+	ura_timer h = ura_send_after(sys, x, URA_MSEC, A_HIT, 1);
+	atomic_store(&g_ext_armed, 1);
 	t_ok(h > 0, "dead target: external delayed send armed");
-	t_must(ura_send(sys, d, A_GOSTOP, x, (int64_t)(300 * URA_MSEC), 2));
 	t_rc(await_guarded(sys), 0, "dead target: await");
 	ura_stats st1 = stats(sys);
 	t_eq(atomic_load(&g_errors), 0, "dead target: the actor's delayed send armed");
