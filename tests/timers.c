@@ -4,8 +4,8 @@
  *
  *  1. precision: 200 sequential self-sends of 1 ms and of 10 ms; the
  *     lateness (delivery - intended deadline, CLOCK_MONOTONIC) is printed
- *     as p50/p99 diagnostics; only a generous bound is asserted, and a
- *     timer is never early;
+ *     as p50/p99 diagnostics; only generous bounds are asserted (p50 <
+ *     50 ms, p99 < 1 s), and a timer is never early;
  *  2. delayed sends from outside any actor;
  *  3. cancel: before expiry (never delivered, 0), after delivery
  *     (-ENOENT, nothing changes), twice (second -ENOENT), garbage handles
@@ -170,7 +170,14 @@ static void test_precision(void)
 		       p99 / 1e3, mx / 1e3);
 		t_ok(mn >= -(int64_t)URA_MSEC, "delay %llu ms: never early by 1 ms or more (min %lld ns)",
 		     (unsigned long long)(delays[d] / URA_MSEC), (long long)mn);
-		t_ok(p99 < 50 * (int64_t)URA_MSEC, "delay %llu ms: p99 lateness %lld ns < 50 ms",
+		/* A systematic lateness (a coarse wheel, a deadline that waits
+		 * for an unrelated wake) moves the median; a loaded machine's
+		 * stalls move only the tail, so the tail gets a bound that
+		 * only a lost or parked timer breaks (precision is measured in
+		 * bench/, not asserted here). */
+		t_ok(p50 < 50 * (int64_t)URA_MSEC, "delay %llu ms: p50 lateness %lld ns < 50 ms",
+		     (unsigned long long)(delays[d] / URA_MSEC), (long long)p50);
+		t_ok(p99 < (int64_t)URA_SEC, "delay %llu ms: p99 lateness %lld ns < 1 s",
 		     (unsigned long long)(delays[d] / URA_MSEC), (long long)p99);
 	}
 	ura_stats st = stats(sys);
