@@ -127,6 +127,16 @@ static inline uint64_t t_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread: for a bound on how much work a piece
+ * of code does, which a loaded machine's preemptions must not move (the
+ * wall clock counts the time the thread waited for a CPU). */
+static inline uint64_t t_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* A system with n workers (0: default), failing the test on error. */
 static inline ura_system *t_system(unsigned workers)
 {
