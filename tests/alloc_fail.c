@@ -120,9 +120,7 @@ static void h_hold(ura_ctx *cx, const ura_msg *m)
 {
 	(void)cx;
 	(void)m;
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&g_failed_stop) && t_now_ns() - t0 < 3 * URA_SEC)
-		usleep(100);
+	t_wait_until(atomic_load(&g_failed_stop), 3 * URA_SEC, usleep(100));
 }
 URA_BEHAVIOR(h_beh, URA_ON(A_ARM, "", h_hold));
 static const ura_class h_class = { .name = "hold", .initial = &h_beh };

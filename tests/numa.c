@@ -204,9 +204,8 @@ static void test_spawn_away(void)
 	t_must(ura_spawn_ex(sys, &hog_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(1) }, &hog));
 	t_must(ura_spawn_ex(sys, &away_class, NULL, &(ura_spawn_opts){ .node = URA_NODE(1) }, &sp));
 	t_must(ura_send(sys, hog, A_GO));
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&g_hog_up) && t_now_ns() - t0 < 5 * URA_SEC)
-		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	t_wait_until(atomic_load(&g_hog_up), 5 * URA_SEC,
+		     nanosleep(&(struct timespec){ 0, 100000 }, NULL));
 	t_must(ura_send(sys, sp, A_SPAWN));
 	t_rc(await_guarded(sys), 0, "await");
 	t_eq(atomic_load(&g_spawner_worker), 0,

@@ -194,9 +194,7 @@ static void test_busy(void)
 	t_rc(ura_system_await_for(sys, 0), -ETIMEDOUT, "busy: await_for(0) too");
 	/* Its message in flight already keeps the system busy; the first turn
 	 * may come later than 20 ms on a loaded machine. */
-	uint64_t t0 = t_now_ns();
-	while (atomic_load(&g_spins) == 0 && t_now_ns() - t0 < 10 * URA_SEC)
-		sched_yield();
+	t_wait_until(atomic_load(&g_spins) != 0, 10 * URA_SEC, sched_yield());
 	t_ok(atomic_load(&g_spins) > 0, "busy: the spinner is running");
 
 	/* Several awaiters while it spins; they return once it stops. */

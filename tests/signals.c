@@ -295,9 +295,7 @@ static void test_gone(ura_system *sys)
 	kill(getpid(), SIGUSR2);
 	/* Worker 0 reads it between turns, which on a loaded machine may be
 	 * any time: wait (10 s at most) until it is no longer pending. */
-	uint64_t t0 = t_now_ns();
-	while (pending_here(SIGUSR2) && t_now_ns() - t0 < 10 * URA_SEC)
-		sleep_ms(1);
+	t_wait_until(!pending_here(SIGUSR2), 10 * URA_SEC, sleep_ms(1));
 	t_eq(take_pending(SIGUSR2), 0, "gone: the signal was still read (and dropped)");
 	t_eq(atomic_load(&g_count[2]), 0, "gone: nothing delivered");
 	t_rc(ura_signal_unsubscribe(sys, SIGUSR2), 0, "gone: unsubscribe");

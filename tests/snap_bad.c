@@ -44,16 +44,12 @@ static void later_reset(void)
 }
 static void later_wait_in(void)
 {
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&later_in) && t_now_ns() - t0 < 10 * URA_SEC)
-		usleep(1000);
+	t_wait_until(atomic_load(&later_in), 10 * URA_SEC, usleep(1000));
 }
 static void on_later(ura_ctx *cx, const ura_msg *m)
 {
 	atomic_store(&later_in, 1);
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&later_go) && t_now_ns() - t0 < 10 * URA_SEC)
-		usleep(1000);
+	t_wait_until(atomic_load(&later_go), 10 * URA_SEC, usleep(1000));
 	/* Then long enough for the snapshot thread to save the idle target. */
 	usleep((useconds_t)ura_arg_i64(m, 0));
 	if (ura_arg_i64(m, 2))

@@ -53,10 +53,9 @@ static void gate(int64_t hop)
 	for (int k = 0; k < ng; k++) {
 		if (atomic_load(&g_gate[k]) != hop)
 			continue;
-		uint64_t t0 = t_now_ns();
-		while ((atomic_load(&g_opened) <= k || atomic_load(&g_saves) < atomic_load(&g_want_saves)) &&
-		       t_now_ns() - t0 < 10 * URA_SEC)
-			sched_yield();
+		t_wait_until(atomic_load(&g_opened) > k &&
+			     atomic_load(&g_saves) >= atomic_load(&g_want_saves),
+			     10 * URA_SEC, sched_yield());
 	}
 }
 
@@ -193,9 +192,7 @@ static void run(unsigned workers, int n, int ntok, int64_t len, const char *path
 	t_snap_init(&s);
 	for (int k = 0; k < nsnaps; k++) {
 		int64_t mark = total * (k + 1) / (2 * nsnaps + 2);
-		uint64_t t0 = t_now_ns();
-		while (atomic_load(&hops) < mark && t_now_ns() - t0 < 20 * URA_SEC)
-			usleep(100);
+		t_wait_until(atomic_load(&hops) >= mark, 20 * URA_SEC, usleep(100));
 		atomic_store(&g_saves, 0);
 		atomic_store(&g_want_saves, n - ntok);
 		int rc = t_snap_start(sys, path, &s, 0);
@@ -384,10 +381,8 @@ static void timers_and_groups(const char *dir)
 	 * their actor's capture.) Armed, not pending: it only grows, so a
 	 * slow poll cannot miss it; a tick that fired before the cut fails
 	 * the timers check below. */
-	uint64_t w0 = t_now_ns();
-	while ((stats(sys).timers_armed < 2 || atomic_load(&becomes) < 1) &&
-	       t_now_ns() - w0 < 10 * URA_SEC)
-		usleep(100);
+	t_wait_until(stats(sys).timers_armed >= 2 && atomic_load(&becomes) >= 1, 10 * URA_SEC,
+		     usleep(100));
 	t_ok(stats(sys).timers_armed == 2 && atomic_load(&becomes) == 1,
 	     "both delayed sends armed and a[2] in its second behavior before the cut");
 	struct t_snap s;
@@ -534,10 +529,8 @@ static void churn(const char *dir)
 			t_snap_init(&s);
 			int64_t per = 1093 * rounds; /* actors spawned in the whole run */
 			for (int k = 0; k < 4; k++) {
-				uint64_t t0 = t_now_ns();
-				while (atomic_load(&tree_spawned) < per * (k + 1) / 10 &&
-				       t_now_ns() - t0 < 20 * URA_SEC)
-					usleep(100);
+				t_wait_until(atomic_load(&tree_spawned) >= per * (k + 1) / 10,
+					     20 * URA_SEC, usleep(100));
 				snprintf(path, sizeof path, "%s/tree%d.snap", dir, k);
 				t_must(t_snap_start(sys, path, &s, 0));
 				if (t_snap_wait(&s) < 0)
@@ -588,9 +581,7 @@ static void late_spawn(ura_ctx *cx, const ura_msg *m)
 	late_state *s = ura_state(cx);
 	(void)m;
 	atomic_store(&late_running, 1);
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&late_cut) && t_now_ns() - t0 < 10 * URA_SEC)
-		usleep(100);
+	t_wait_until(atomic_load(&late_cut), 10 * URA_SEC, usleep(100));
 	atomic_store(&late_after_cut, atomic_load(&late_cut));
 	ura_spawn(cx, &kid_class, &(late_state){ .v = 42 }, &s->kid);
 }
@@ -634,9 +625,7 @@ static void late_child(const char *dir)
 	ura_ref p;
 	t_must(ura_spawn(sys, &late_class, NULL, &p));
 	t_must(ura_send(sys, p, A_LATE));
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&late_running) && t_now_ns() - t0 < 10 * URA_SEC)
-		usleep(100);
+	t_wait_until(atomic_load(&late_running), 10 * URA_SEC, usleep(100));
 	t_ok(atomic_load(&late_running), "the old-phase actor is in its turn before the cut");
 	struct t_snap s;
 	t_snap_init(&s);

@@ -120,22 +120,26 @@ static inline long t_scaled(long n)
 	return n / d > 0 ? n / d : 1;
 }
 
-static inline uint64_t t_now_ns(void)
+static inline uint64_t t_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-
+static inline uint64_t t_now_ns(void) { return t_clock_ns(CLOCK_MONOTONIC); }
 /* CPU time of the calling thread: for a bound on how much work a piece
  * of code does, which a loaded machine's preemptions must not move (the
  * wall clock counts the time the thread waited for a CPU). */
-static inline uint64_t t_thread_cpu_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+static inline uint64_t t_thread_cpu_ns(void) { return t_clock_ns(CLOCK_THREAD_CPUTIME_ID); }
+
+/* Runs `pause` until `cond` holds or `limit_ns` have passed; the caller
+ * checks cond afterwards. A test orders its events by a condition, not a
+ * sleep: a loaded machine then only makes it wait longer. */
+#define t_wait_until(cond, limit_ns, pause) do {                             \
+	uint64_t t_w0_ = t_now_ns();                                         \
+	while (!(cond) && t_now_ns() - t_w0_ < (uint64_t)(limit_ns))         \
+		pause;                                                       \
+} while (0)
 
 /* A system with n workers (0: default), failing the test on error. */
 static inline ura_system *t_system(unsigned workers)

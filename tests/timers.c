@@ -607,9 +607,7 @@ static void delayer_delay_stop(ura_ctx *cx, const ura_msg *m)
 	if (ura_send(cx, ura_arg_ref(m, 0), A_STOP) < 0)
 		atomic_fetch_add(&g_errors, 1);
 	atomic_store(&g_stop_queued, 1);
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&g_ext_armed) && t_now_ns() - t0 < 10 * URA_SEC)
-		usleep(100);
+	t_wait_until(atomic_load(&g_ext_armed), 10 * URA_SEC, usleep(100));
 }
 URA_BEHAVIOR(delayer_beh, URA_ON(A_GO, "rii", delayer_delay),
 	     URA_ON(A_GOSTOP, "rii", delayer_delay_stop));
@@ -630,9 +628,7 @@ static void test_dead_target(void)
 	t_must(ura_spawn(sys, &delayer_class, NULL, &d));
 	ura_stats st0 = stats(sys);
 	t_must(ura_send(sys, d, A_GOSTOP, x, (int64_t)URA_MSEC, 2));
-	uint64_t t0 = t_now_ns();
-	while (!atomic_load(&g_stop_queued) && t_now_ns() - t0 < 10 * URA_SEC)
-		usleep(100);
+	t_wait_until(atomic_load(&g_stop_queued), 10 * URA_SEC, usleep(100));
 	t_ok(atomic_load(&g_stop_queued), "dead target: the stop is queued before the external arm");
 	ura_timer h = ura_send_after(sys, x, URA_MSEC, A_HIT, 1);
 	atomic_store(&g_ext_armed, 1);
@@ -767,9 +763,7 @@ static void test_quiescence(void)
 	t_rc(ura_system_await_for(sys, 50 * URA_MSEC), -ETIMEDOUT, "pending at destroy: not quiescent");
 	/* d arms the second in its handler, which a loaded machine may not
 	 * have run within the 50 ms above. */
-	uint64_t w0 = t_now_ns();
-	while (stats(sys).timers_pending < 2 && t_now_ns() - w0 < 10 * URA_SEC)
-		usleep(100);
+	t_wait_until(stats(sys).timers_pending >= 2, 10 * URA_SEC, usleep(100));
 	ura_stats st = stats(sys);
 	t_eq(st.timers_pending, 2, "pending at destroy: stats.timers_pending == 2");
 	t_rc(ura_system_destroy(sys), -EBUSY, "pending at destroy: destroy returns -EBUSY");
