@@ -115,6 +115,13 @@ struct ura__worker {
 	int iwatch_n;
 	uint32_t iwatch_pops;
 	uint64_t iwatch_since;
+	/* A peer's run queue this worker watches (core/sched.c,
+	 * queue_ripe): the peer (-1: none), its tail when the watch began,
+	 * since when. Its actors are taken only once those queued then have
+	 * waited steal_queue_ns. */
+	int qwatch_v;
+	uint32_t qwatch_tail;
+	uint64_t qwatch_since;
 	unsigned tick;                 /* turns, for the inject-queue check */
 	uint32_t rng;
 	struct ura__actor *ovf_head, *ovf_tail; /* run-queue overflow */
@@ -215,7 +222,7 @@ struct ura_system {
 	_Atomic int started;
 	_Atomic int nsleeping;         /* workers in the sleep path */
 	_Atomic int nspinning;         /* workers spinning for work */
-	_Atomic int nwatching;         /* workers asleep watching a next slot */
+	_Atomic int nwatching;         /* workers asleep watching a peer */
 	_Atomic unsigned in_loop;      /* workers in their loop (shutdown order) */
 	/* Work held by threads that are not workers (a snapshot thread):
 	 * the system is not quiescent while it is non-zero. */
@@ -234,6 +241,7 @@ struct ura_system {
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */
 	uint64_t steal_remote_ns;      /* local victims empty this long first */
 	uint64_t steal_next_ns;        /* a busy peer's next slot after this */
+	uint64_t steal_queue_ns;       /* a peer's queued actors after this */
 	int numa_batch;                /* cross-node messages go through outboxes */
 	unsigned outbox_batch;         /* flush an outbox at this many */
 

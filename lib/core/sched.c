@@ -57,8 +57,11 @@ static inline void maybe_wake(ura_system *sys, struct ura__worker *self)
 	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
 		return;
 	/* A spinning worker finds the work itself; waking a sleeper as well
-	 * would pay a wake (tens of us on a VM) for nothing. */
-	if (atomic_load_explicit(&sys->nspinning, memory_order_relaxed))
+	 * would pay a wake (tens of us on a VM) for nothing. A watching one
+	 * looks within its watch (a run queue's within steal_queue_ns), and
+	 * takes nothing younger: the owner runs what it queued meanwhile. */
+	if (atomic_load_explicit(&sys->nspinning, memory_order_relaxed) ||
+	    atomic_load_explicit(&sys->nwatching, memory_order_relaxed))
 		return;
 	wake_among(sys, self, 0, sys->nworkers, self ? self->id + 1 : 0);
 }
@@ -225,16 +228,63 @@ void ura__refill(struct ura__worker *w)
  * a batch of woken actors, as Go's runqsteal does. */
 #define URA__STEAL_MAX (URA__RQ_SIZE / 2)
 
+/*
+ * Whether w may take from the run queue of v, a peer of its node: only
+ * actors that have waited steal_queue_ns. A thief that took whatever was
+ * queued moved actors that their owner was about to run, a cross-core
+ * trip for the actor and for every message of the partners it left
+ * behind: at 2 workers, contention ran at 0.25x and chameneos at 0.22x
+ * of one worker on a host whose cores are 240 ns apart (bench/README.md,
+ * issue 14). A queue whose owner keeps up empties within that time;
+ * one that does not (a long handler, more work than one worker does)
+ * is taken from, half at a time.
+ *
+ * The thief watches one peer at a time (qwatch_*): the tail it saw and
+ * when. Until steal_queue_ns has passed it does not read that peer's
+ * lines again, which the owner writes on every push and pop. Then, if
+ * the head has not passed that tail, the actors queued then still wait:
+ * ripe. If it has, the owner kept up, and the watch ends (the next look
+ * starts another, at whichever peer has a queue). Relaxed loads: a
+ * heuristic; the CAS in ura__rq_grab decides what is taken, and what is
+ * not taken runs on its owner.
+ */
+static int queue_ripe(struct ura__worker *w, struct ura__worker *v, uint64_t now)
+{
+	ura_system *sys = w->sys;
+	if (w->qwatch_v >= 0) {
+		if (now - w->qwatch_since < sys->steal_queue_ns)
+			return 0; /* one watch at a time, and no look meanwhile */
+		if (w->qwatch_v == (int)v->id) {
+			uint32_t h = atomic_load_explicit(&v->rq.head, memory_order_relaxed);
+			w->qwatch_v = -1;
+			if ((int32_t)(h - w->qwatch_tail) < 0)
+				return 1;
+		}
+	}
+	uint32_t h = atomic_load_explicit(&v->rq.head, memory_order_relaxed);
+	uint32_t t = atomic_load_explicit(&v->rq.tail, memory_order_relaxed);
+	if (h != t && w->qwatch_v < 0) {
+		w->qwatch_v = (int)v->id;
+		w->qwatch_tail = t;
+		w->qwatch_since = now;
+	}
+	return 0;
+}
+
 static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
-				      unsigned count, int remote)
+				      unsigned count, int remote, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	w->rng = w->rng * 1103515245u + 12345u;
 	unsigned start = count ? (w->rng >> 16) % count : 0;
 	for (unsigned i = 0; i < count; i++) {
 		struct ura__worker *v = &sys->workers[first + (start + i) % count];
-		if (v == w || !ura__rq_len(&v->rq))
-			continue; /* known empty: no CAS, no cache-line steal */
+		if (v == w)
+			continue;
+		/* Another node's queue is taken only after steal_remote_ns
+		 * without local work (steal): its age is that wait. */
+		if (remote ? !ura__rq_len(&v->rq) : !queue_ripe(w, v, now))
+			continue; /* known empty, or not ripe: no CAS */
 		struct ura__actor *got[URA__STEAL_MAX];
 		uint32_t n = ura__rq_grab(&v->rq, got, URA__STEAL_MAX);
 		if (!n)
@@ -424,7 +474,7 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	struct ura__node *n = &sys->nodes[w->node];
-	struct ura__actor *a = steal_range(w, n->first, n->count, 0);
+	struct ura__actor *a = steal_range(w, n->first, n->count, 0, now);
 	int remote = 0;
 	/* A few looks per grace period are enough, and each one reads
 	 * lines the busy owners write on every wake: a spinning thief that
@@ -455,7 +505,7 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 		return NULL;
 	for (unsigned k = 1; k < sys->nnodes; k++) {
 		struct ura__node *r = &sys->nodes[(w->node + k) % sys->nnodes];
-		if ((a = steal_range(w, r->first, r->count, 1))) {
+		if ((a = steal_range(w, r->first, r->count, 1, now))) {
 			ura__inc(&w->st.steals);
 			ura__inc(&w->st.steals_remote);
 			URA_PROBE2(steal, w->id, 1);
@@ -477,13 +527,33 @@ int ura__has_local(struct ura__worker *w)
 	       ura__rq_len(&w->rq);
 }
 
-int ura__sched_visible(struct ura__worker *w)
+uint64_t ura__sched_visible(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	if (atomic_load_explicit(&sys->nodes[w->node].inject_len, memory_order_relaxed))
 		return 1;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		if (ura__rq_len(&sys->workers[i].rq))
+	/* A watch whose queue has emptied is over: the sleep that follows
+	 * is an idle one (and the wake from it spins as usual). */
+	if (w->qwatch_v >= 0 && !ura__rq_len(&sys->workers[w->qwatch_v].rq))
+		w->qwatch_v = -1;
+	uint64_t wait = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[i];
+		if (v == w || !ura__rq_len(&v->rq))
+			continue;
+		if (v->node != w->node)
 			return 1;
-	return 0;
+		/* A peer's young queue: its owner runs it, or we take it once
+		 * ripe (queue_ripe), in a sleep bounded by the watch. */
+		if (w->qwatch_v < 0) {
+			w->qwatch_v = (int)v->id;
+			w->qwatch_tail = atomic_load_explicit(&v->rq.tail, memory_order_relaxed);
+			w->qwatch_since = now;
+		}
+		uint64_t due = w->qwatch_since + sys->steal_queue_ns;
+		if (due <= now)
+			return 1;
+		wait = due - now;
+	}
+	return wait;
 }

@@ -31,9 +31,12 @@ uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now);
 uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now);
 /* Owner: actors runnable on this worker. */
 int ura__has_local(struct ura__worker *w);
-/* Owner, after its seq_cst fence before sleeping: work another thread
- * made visible to the run queues (the inject queue, a peer's queue). */
-int ura__sched_visible(struct ura__worker *w);
+/* Owner, after its seq_cst fence before sleeping: whether another
+ * thread made work visible to the run queues: 0 none, 1 some to take now
+ * (the inject queue, another node's queue, a ripe peer queue), or else
+ * how long to sleep at most before a peer's queue, watched, may ripen
+ * (queue_ripe in core/sched.c). */
+uint64_t ura__sched_visible(struct ura__worker *w, uint64_t now);
 
 /* After this many next-slot runs in a row, the run queue goes first: two
  * actors ping-ponging through the slot must not starve the queue. */

@@ -136,6 +136,7 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
 		w->rng = 0x9e3779b9u * (i + 1);
 		w->watch_v = -1;
 		w->iwatch_n = -1;
+		w->qwatch_v = -1;
 		w->poller.efd = w->poller.epfd = -1;
 		if (topo->node[e] != last) {
 			last = topo->node[e];
@@ -277,6 +278,10 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	 * from its cache for nothing), short enough that a woken actor
 	 * starts within a millisecond while its waker computes. */
 	sys->steal_next_ns = 100 * URA_USEC;
+	/* Long enough for an owner that keeps up to drain what it queued
+	 * (20, 50 and 100 us measured alike on contention; bench/README.md),
+	 * short against the 1 ms a woken actor may wait. */
+	sys->steal_queue_ns = 50 * URA_USEC;
 	sys->pool_threads = p.pool_threads;
 	sys->stack_pool = p.stack_pool;
 	sys->io_wq_max = p.io_wq_max;

@@ -194,9 +194,15 @@ static inline uint64_t sources_deadline(struct ura__worker *w)
  * waker's flag is either wiped before this sleep (its wake spurious) or
  * set after the clear, and then its wake is sent after it and lands in
  * this sleep: no reap runs between the clear and the wait. The one producer that
- * skips the wake is core/sched.c's maybe_wake when another worker spins:
- * that worker's own path to sleep passes the same fence and look, so it
- * finds the work (see there). tests/idle checks that an idle system stays
+ * skips the wake is core/sched.c's maybe_wake, when another worker spins
+ * or watches. A spinner's own path to sleep passes the same fence and
+ * look, so it finds the work. A watcher sleeps no longer than its watch
+ * (a busy peer's next slot, a stuck inject queue, or a peer's young run
+ * queue, which ura__sched_visible turns into a bounded sleep instead of
+ * none) and then looks again. Either way the work itself is on its
+ * pusher's own run queue, which that worker runs before it sleeps (the
+ * has_local look below): a skipped wake costs parallelism for at most
+ * a watch, never an actor. tests/idle checks that an idle system stays
  * asleep, and the shutdown and stress tests that nothing hangs;
  * ura_config.idle_wait_ns brings a backstop back for a kernel that
  * loses wakes.
@@ -228,14 +234,20 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	 * since the spin's last look is watched from now. Counted so that
 	 * the peer wakes no other watcher. relaxed: a heuristic count (see
 	 * ura__schedule). */
+	uint64_t now = ura__now_ns();
 	if (!watch && w->watch_v < 0 && w->iwatch_n < 0)
-		watch = ura__watch_begin(w, ura__now_ns());
+		watch = ura__watch_begin(w, now);
+	/* A peer's young run queue: looked at again once it may be ripe
+	 * (core/sched.c, queue_ripe); its owner wakes nobody meanwhile. */
+	uint64_t vis = ura__sched_visible(w, now);
+	if (vis > 1 && (!watch || vis < watch))
+		watch = vis;
 	if (watch) {
 		if (watch < wait)
 			wait = watch;
 		atomic_fetch_add_explicit(&sys->nwatching, 1, memory_order_relaxed);
 	}
-	if (wait && !ura__has_local(w) && !ura__sched_visible(w) && !sources_visible(w) &&
+	if (wait && vis != 1 && !ura__has_local(w) && !sources_visible(w) &&
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
@@ -308,7 +320,7 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		 * watches, not a spin: spinning there polled the busy peer's
 		 * queue and slot lines while it wrote them (thread_ring at 2
 		 * workers lost 11%). */
-		spin = w->watch_v >= 0 || w->iwatch_n >= 0 ? 0 : sys->spin_ns;
+		spin = w->watch_v >= 0 || w->iwatch_n >= 0 || w->qwatch_v >= 0 ? 0 : sys->spin_ns;
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now)) {
 			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());
