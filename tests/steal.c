@@ -10,7 +10,10 @@
  * Bursts: a hub wakes 200 actors at once, 300 times over, so thieves
  * take half a run queue at a time (core/sched.c, steal_range) and then
  * are robbed themselves; every actor must handle every round's message
- * exactly once and the counts of the system must balance.
+ * exactly once and the counts of the system must balance. Each member
+ * works ~5 us, so that a burst outlasts the age a queued actor must
+ * reach before a thief takes it (steal_queue_ns, 50 us): one worker
+ * that keeps up with its queue is left alone (core/sched.c, queue_ripe).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -127,6 +130,10 @@ static void member_round(ura_ctx *cx, const ura_msg *m)
 		return;
 	}
 	atomic_fetch_add(&g_seen[i], 1);
+	uint64_t t0 = t_now_ns(), x = (uint64_t)i;
+	while (t_now_ns() - t0 < 5 * URA_USEC)
+		x = x * 6364136223846793005u + 1;
+	atomic_fetch_add_explicit(&g_sink, x, memory_order_relaxed);
 	if (ura_reply(cx, A_DONE) < 0)
 		atomic_fetch_add(&g_errors, 1);
 }
