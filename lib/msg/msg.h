@@ -111,6 +111,7 @@ struct ura__pool {
 	char *bump[URA__POOL_CLASSES], *end[URA__POOL_CLASSES];
 	struct ura__pool_ret *ret;  /* per owner: blocks to give back */
 	unsigned ret_dirty;
+	void *pend;                 /* taken back, not yet sorted (pool.c) */
 };
 
 int ura__arena_init(struct ura__arena *a, unsigned workers);
