@@ -251,6 +251,8 @@ void ura__refill(struct ura__worker *w)
 static int queue_ripe(struct ura__worker *w, struct ura__worker *v, uint64_t now)
 {
 	ura_system *sys = w->sys;
+	if (!sys->steal_queue_ns) /* the deterministic build's (det.c) */
+		return ura__rq_len(&v->rq) != 0;
 	if (w->qwatch_v >= 0) {
 		if (now - w->qwatch_since < sys->steal_queue_ns)
 			return 0; /* one watch at a time, and no look meanwhile */

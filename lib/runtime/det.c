@@ -133,6 +133,12 @@ int ura__det_init(ura_system *sys, const ura_config *cfg)
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	sys->det = d;
+	/* The clock stands still while anything can run, so a queue's age
+	 * would never reach steal_queue_ns and an idle worker would never
+	 * take a busy peer's queue. Here the seed chooses when a steal
+	 * happens (K_STEAL): that choice is the wait. 0: ripe when queued
+	 * (core/sched.c, queue_ripe). */
+	sys->steal_queue_ns = 0;
 	/* Stealing's victim order comes from each worker's generator. */
 	for (unsigned i = 0; i < sys->nworkers; i++)
 		sys->workers[i].rng = (unsigned)mix64(seed + i + 1);
