@@ -90,7 +90,8 @@ struct ura__wstats {
 		signals, steals_remote, cross_node, flushes, flushed,
 		io_submitted, io_completed,
 		wakeups_ring,             /* of wakeups: by IORING_OP_MSG_RING */
-		fiber_switches;           /* actor/fiber.c */
+		fiber_switches,           /* actor/fiber.c */
+		spin_yields;              /* runtime/worker.c, find_work */
 };
 
 struct ura__worker {
@@ -122,6 +123,9 @@ struct ura__worker {
 	int qwatch_v;
 	uint32_t qwatch_tail;
 	uint64_t qwatch_since;
+	/* Until when the spin gives its CPU away at each look (runtime/
+	 * worker.c, find_work): set when a spin found it had been preempted. */
+	uint64_t polite_until;
 	unsigned tick;                 /* turns, for the inject-queue check */
 	uint32_t rng;
 	struct ura__actor *ovf_head, *ovf_tail; /* run-queue overflow */

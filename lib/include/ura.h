@@ -584,7 +584,9 @@ typedef struct ura_stats {
 	uint64_t mb_waits;         /* sends from outside that had to wait */
 	uint64_t mb_overloads;     /* URA_OVERLOAD signals sent */
 	uint64_t mb_over;          /* accepted over the bound (see URA_FULL_MUTE) */
-	uint64_t reserved_[4];     /* written as zero: later counters go here */
+	uint64_t spin_yields;      /* CPU given away by idle spins (sched_yield)
+	                              after a spin was preempted */
+	uint64_t reserved_[3];     /* written as zero: later counters go here */
 	/* Context-switching actors: alive now; switches into their bodies;
 	 * stacks mapped now (running, waiting, or kept in the pool); of
 	 * those, kept in the pool for the next spawn. */
@@ -660,7 +662,9 @@ typedef struct ura_worker_metrics {
 	 * without MSG_RING). Wakes from threads that are not workers are
 	 * eventfd writes, counted by no worker. */
 	uint64_t wakeups_msg_ring, wakeups_eventfd;
-	uint64_t reserved_[6];     /* written as zero */
+	uint64_t spin_yields;      /* sched_yield calls of its idle spins (a
+	                              spin that was preempted yields a while) */
+	uint64_t reserved_[5];     /* written as zero */
 } ura_worker_metrics;
 
 typedef struct ura_class_metrics {

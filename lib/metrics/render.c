@@ -132,6 +132,8 @@ static const struct wfield wfields[] = {
 	   wakeups_msg_ring, 0),
 	WF("wakeups_eventfd", COUNTER, "Of the wakes sent, eventfd writes.", wakeups_eventfd, 0),
 	WF("ring_enters", COUNTER, "Poller waits (io_uring_enter or epoll_wait).", ring_enters, 0),
+	WF("spin_yields", COUNTER, "CPU given away by idle spins after one was preempted.",
+	   spin_yields, 0),
 	WF("timers_armed", COUNTER, "Timers armed.", timers_armed, 0),
 	WF("timers_fired", COUNTER, "Timers fired.", timers_fired, 0),
 	WF("timers_cancelled", COUNTER, "Timers cancelled.", timers_cancelled, 0),

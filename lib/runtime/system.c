@@ -96,6 +96,10 @@ static int params_get(struct params *p, const ura_config *cfg)
 		return rc;
 	if (rc)
 		p->timer_slack_ns = u * URA_USEC;
+	if ((rc = ura__env_uint(lg, "URA_SPIN_US", 1, 1000000, &u)) < 0)
+		return rc;
+	if (rc)
+		p->spin_ns = u * URA_USEC;
 	if ((rc = ura__env_uint(lg, "URA_STEAL_REMOTE_US", 1, 10000000, &u)) < 0)
 		return rc;
 	if (rc)
@@ -480,6 +484,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->io_submitted += ura__ld(&s->io_submitted);
 		out->io_completed += ura__ld(&s->io_completed);
 		out->fiber_switches += ura__ld(&s->fiber_switches);
+		out->spin_yields += ura__ld(&s->spin_yields);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
 	out->mb_dropped = ura__ld(&sys->bpst.dropped);

@@ -271,6 +271,12 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_release);
 }
 
+/* A look of the spin that took longer than this was preempted; the spin
+ * then yields its CPU at each look for URA__SPIN_POLITE_NS (1 ms gave the
+ * sender of fjthrput less, 100 ms no more; bench/README.md). */
+#define URA__SPIN_PREEMPTED_NS (20 * URA_USEC)
+#define URA__SPIN_POLITE_NS (10 * URA_MSEC)
+
 /* Idle: spin (stealing) for a while, then sleep. Returns an actor, or
  * NULL when there is work that is not an actor, or on shutdown. */
 static struct ura__actor *find_work(struct ura__worker *w)
@@ -300,9 +306,29 @@ static struct ura__actor *find_work(struct ura__worker *w)
 				ura__mx_state(w, URA__MX_BUSY, now);
 				return a;
 			}
-			for (int i = 0; i < 32; i++)
-				ura__cpu_relax();
+			/* A spin that was preempted (a look that took far
+			 * longer than a look) shares its CPU with a thread
+			 * that wants it: a thread that sends from outside, a
+			 * client on the same machine, another program. For a
+			 * while after, the spin gives the CPU away at each
+			 * look (sched_yield: ~1.1 us here when nobody else
+			 * is runnable) instead of taking it for the rest of
+			 * its slice: fjthrput at 2 workers on 2 CPUs ran at
+			 * 0.5 of 1 worker (its sender got half a CPU), HTTP
+			 * with wrk on the same CPUs gained 19% (bench/README.md,
+			 * issue 14). Where no other thread runs, no spin is
+			 * preempted and nothing changes. */
+			uint64_t prev = now;
+			if (now < w->polite_until) {
+				sched_yield();
+				ura__inc(&w->st.spin_yields);
+			} else {
+				for (int i = 0; i < 32; i++)
+					ura__cpu_relax();
+			}
 			now = ura__now_ns();
+			if (now - prev > URA__SPIN_PREEMPTED_NS)
+				w->polite_until = now + URA__SPIN_POLITE_NS;
 		} while (now < until &&
 			 !atomic_load_explicit(&sys->shutdown, memory_order_relaxed));
 		atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
