@@ -31,13 +31,10 @@ static const ura_class hi_class = { .name = "hi", .initial = &hi_beh };
 static atomic_int g_stop;
 static void *hog(void *arg)
 {
-	long cpu = (long)arg;
-	if (cpu >= 0) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		CPU_SET((int)cpu, &set);
-		(void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-	}
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET((int)(long)arg, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 	volatile unsigned long x = 0;
 	while (!atomic_load_explicit(&g_stop, memory_order_relaxed))
 		x++;
