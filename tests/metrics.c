@@ -39,9 +39,13 @@
  *     for a wait sample, and the depth never went down);
  *  9. a metered class with a body: its receives' cases count as handled,
  *     timed 1 in 2^shift, a message kept for a later receive counts as
- *     received and not unmatched, the actor's record (handled, behavior)
- *     is up to date while the body waits, and its mailbox waits are
- *     sampled (before, a body's class counted nothing but its spawns).
+ *     received and, dropped at the stop, as unmatched, the actor's record
+ *     (handled, behavior) is up to date while the body waits, and its
+ *     mailbox waits are sampled (before, a body's class counted nothing
+ *     but its spawns);
+ * 10. a metered event actor that stashes: its stashed messages, dropped
+ *     at its stop, are the class's unmatched, as they are the worker's
+ *     (the count goes to the class from the stop's own path).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -657,7 +661,9 @@ static void bodies(void)
 	t_eq(cm[0].stopped_normal, 1, "stopped normally 1");
 	t_eq(cm[0].received, 42, "received 42: the kept one, 40 incs, the stop");
 	t_eq(cm[0].handled, 41, "handled 41: a case ran for each but the kept one");
-	t_eq(cm[0].unmatched, 0, "unmatched 0: a kept message is not dropped");
+	/* The kept one is dropped at the stop: unmatched, as an event
+	 * actor's stash is then (and as the worker counts it). */
+	t_eq(cm[0].unmatched, 1, "unmatched 1: the kept message, dropped at the stop");
 	t_eq(cm[0].handler.count, 41 / 2, "handler times: 1 in 2 cases timed (%llu)",
 	     (unsigned long long)cm[0].handler.count);
 	ura_hist h;
@@ -747,6 +753,43 @@ static void record_in_slot(void)
 	t_must(ura_system_destroy(sys));
 }
 
+/* ---- 10. a stash dropped at the stop ------------------------------------ */
+
+static const ura_class metered_stash = {
+	.name = "metered_stash",
+	.state_size = sizeof(cnt),
+	.initial = &counting,
+	.unmatched = URA_UNMATCHED_STASH,
+	.metrics = URA_CLASS_METRICS,
+};
+
+static void stash_dropped(void)
+{
+	ura_system *sys;
+	ura_config cfg = { .workers = 1 };
+	t_must(ura_system_new(&sys, &cfg));
+	ura_ref a;
+	t_must(ura_spawn(sys, &metered_stash, NULL, &a));
+	for (int i = 0; i < 3; i++)
+		t_must(ura_send(sys, a, A_OTHER));
+	t_must(ura_send(sys, a, A_INC));
+	t_must(ura_system_await(sys));
+	int found;
+	ura_class_metrics c = class_of(sys, &metered_stash, &found);
+	t_eq(c.unmatched, 0, "stash: 3 stashed, none unmatched yet");
+	t_eq(c.handled, 1, "stash: the inc handled");
+	t_must(ura_send(sys, a, A_STOP));
+	t_must(ura_system_await(sys));
+	c = class_of(sys, &metered_stash, &found);
+	ura_stats st;
+	t_must(ura_system_stats(sys, &st));
+	t_eq(c.unmatched, 3, "stash: the 3 dropped at the stop are the class's unmatched");
+	t_eq(st.unmatched, 3, "and the worker's");
+	t_eq(c.received, 5, "received: 3 stashed, the inc, the stop");
+	t_eq(c.handled, 2, "handled: the inc and the stop");
+	t_must(ura_system_destroy(sys));
+}
+
 int main(void)
 {
 	counters();
@@ -757,5 +800,6 @@ int main(void)
 	bounded_metered();
 	bodies();
 	record_in_slot();
+	stash_dropped();
 	return t_done();
 }

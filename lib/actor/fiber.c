@@ -775,6 +775,7 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 			if (m->kind != URA__MK_PLAIN)
 				ura__sig_dead_letter(w, a, m);
 			ura__inc(&w->st.dead_letters);
+			ura__mx_dead(w, a);
 			continue;
 		}
 		f->cx.m = m;
@@ -793,8 +794,10 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 			f->busy++;
 			if (ura__request_done(&f->cx, m))
 				f->handled += f->mx.cs != NULL; /* a continuation ran */
-			else if (m->kind != URA__MK_REQ_TIMEOUT)
+			else if (m->kind != URA__MK_REQ_TIMEOUT) {
 				ura__inc(&w->st.unmatched);
+				ura__mx_unmatched(w, a, 1);
+			}
 			f->busy--;
 			break;
 		default:

@@ -130,7 +130,7 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	if (w) {
 		ura__add(&w->st.unmatched, lost);
 		if (lost)
-			ura__mx_unmatched(w, lost);
+			ura__mx_unmatched(w, a, lost);
 	}
 	if (zombie) {
 		a->beh = NULL;

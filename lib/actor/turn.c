@@ -46,7 +46,7 @@ static int dispatch(struct ura_ctx *cx, struct ura_msg *m)
 		return 0;
 	}
 	ura__inc(&cx->w->st.unmatched);
-	ura__mx_unmatched(cx->w, 1);
+	ura__mx_unmatched(cx->w, cx->a, 1);
 	if (cx->sys->trace_unmatched)
 		trace_unmatched(cx, m, "unmatched message dropped");
 	return 0;
@@ -121,7 +121,7 @@ static __attribute__((noinline)) int deliver_kind(struct ura_ctx *cx, struct ura
 		if (a->beh == &ura__scoped_beh)
 			return dispatch(cx, m); /* a scoped actor's own request */
 		ura__inc(&cx->w->st.unmatched);
-		ura__mx_unmatched(cx->w, 1);
+		ura__mx_unmatched(cx->w, cx->a, 1);
 		if (cx->sys->trace_unmatched)
 			trace_unmatched(cx, m, "answer to no pending request dropped");
 		return 0;
@@ -145,12 +145,12 @@ static inline int deliver(struct ura_ctx *cx, struct ura_msg *m)
 /* A metered turn's timed message, 1 in 2^shift (core/metrics.h): the
  * handler's time to the class's histogram and, scaled, to the actor's
  * record. Out of line: the loop keeps one test for it. */
-static __attribute__((noinline)) int deliver_timed(struct ura_ctx *cx, struct ura__cstat *cs,
-						   struct ura_msg *m)
+static __attribute__((noinline)) int deliver_timed(struct ura_ctx *cx, struct ura_msg *m)
 {
 	uint64_t t0 = ura__now_ns();
 	int matched = deliver(cx, m);
 	uint64_t dt = ura__now_ns() - t0;
+	struct ura__cstat *cs = ura__mx_cs(cx->w, cx->a);
 	if (cs) {
 		ura__hist_add(&cs->handler, dt);
 		ura__mx_timed(cx->sys, cx->a, dt);
@@ -175,7 +175,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 				ura__sig_reason(a, &reason, &value);
 				ura__request_orphan(cx->sys, cx->w, a, m, reason, value);
 				ura__inc(&cx->w->st.unmatched);
-				ura__mx_unmatched(cx->w, 1);
+				ura__mx_unmatched(cx->w, cx->a, 1);
 				ura__msg_free(&cx->w->pool, m);
 				continue;
 			}
@@ -233,17 +233,13 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	 * took (core/bound.h): given back once, at the end. */
 	struct ura__bp *bp = NULL;
 	unsigned bpn = 0;
-	/* Metered classes (core/metrics.h): one lookup per turn; what the
-	 * turn takes and handles counted in registers, the rare unmatched
-	 * and dead letters by their own paths into w->mx->cur; a countdown
-	 * in a register picks the message whose handler is timed. */
-	struct ura__cstat *cs = NULL;
+	/* Metered classes (core/metrics.h): what the turn takes and handles
+	 * counted in registers, to the class at the end (ura__mx_turn); the
+	 * rare unmatched and dead letters by their own paths; a countdown in
+	 * a register picks the message whose handler is timed. */
 	uint32_t took = 0, handled = 0, left = 0;
-	if (metered) {
-		cs = ura__cstat_of(sys, w, a->cls);
-		w->mx->cur = cs;
+	if (metered)
 		left = w->mx->left;
-	}
 	/* A stamped message (URA__MF_WAIT) takes the rare branch below in a
 	 * metered turn: the common case stays one test. */
 	const unsigned rare = URA__MF_PH | URA__MF_POKE | URA__MF_BP | (metered ? URA__MF_WAIT : 0);
@@ -260,7 +256,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		} else {
 			int drop = 0;
 			if (metered && (m->flags & URA__MF_WAIT))
-				ura__mx_waited(cs, m);
+				ura__mx_waited(ura__mx_cs(w, a), m);
 			if (m->flags & URA__MF_BP)
 				drop = ura__bp_took(sys, a->idx, &bp, &bpn);
 			if ((m->flags & (URA__MF_PH | URA__MF_POKE)) == aph) {
@@ -300,7 +296,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 				ura__sig_dead_letter(w, a, m);
 			ura__inc(&w->st.dead_letters);
 			if (metered)
-				ura__mx_dead(w);
+				ura__mx_dead(w, a);
 			if (++n >= sys->batch)
 				break;
 			continue;
@@ -310,7 +306,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 			matched = deliver(&cx, m);
 		} else if (ura__unlikely(!--left)) {
 			left = w->mx->mask + 1;
-			matched = deliver_timed(&cx, cs, m);
+			matched = deliver_timed(&cx, m);
 			handled += (uint32_t)matched;
 		} else {
 			matched = deliver(&cx, m);
@@ -337,9 +333,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	URA_PROBE3(turn_end, a->idx, w->id, n);
 	if (metered) {
 		w->mx->left = left;
-		w->mx->cur = NULL;
-		if (ura__likely(cs != NULL))
-			ura__mx_turn(a, cs, took, handled);
+		ura__mx_turn(w, a, took, handled);
 	}
 	/* The turn's demonitors (actor/signal.c 3.), into this turn's
 	 * batches. */
@@ -350,10 +344,16 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 	if (w->outbox_dirty)
 		ura__outbox_flush_all(w);
 	/* Muted: the receiver's mute list holds the token now. */
-	if (ura__unlikely(w->mute_on) && ura__bp_mute(sys, w, a))
-		return;
+	if (ura__unlikely(w->mute_on)) {
+		if (metered)
+			ura__mx_left(w, a);
+		if (ura__bp_mute(sys, w, a))
+			return;
+	}
 	if (ura__mb_mark_idle(&a->mb))
 		return;
+	if (metered)
+		ura__mx_left(w, a);
 	/* More messages (or a push half done): back of the queue. */
 	ura__schedule_back(w, a);
 }

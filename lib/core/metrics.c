@@ -150,6 +150,19 @@ void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *
 	ura__st(&r->beh, a->beh ? a->beh->name : NULL);
 	ura__st(&r->gen, ura__own_gen(a));
 	ura__st(&r->cls, a->cls);
+	r->cs = w ? cs : NULL;
+	r->csw = w;
+}
+
+struct ura__cstat *ura__mx_turn_cs(struct ura__worker *w, struct ura__actor *a,
+				   struct ura__amx *r)
+{
+	struct ura__cstat *cs = ura__cstat_of(w->sys, w, a->cls);
+	if (cs && r) {
+		r->cs = cs;
+		r->csw = w;
+	}
+	return cs;
 }
 
 void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *a,

@@ -91,10 +91,6 @@ struct ura__wmx {
 	} cache[URA__MX_CACHE];
 	uint32_t left;         /* owner: handled messages until one is timed */
 	uint32_t mask;         /* 2^shift - 1: left starts again at mask + 1 */
-	/* Owner only: the class block of the metered turn running, NULL
-	 * outside one: the rare counts (unmatched, dead letters) go there
-	 * from their own paths, so the turn's loop does not count them. */
-	struct ura__cstat *cur;
 	uint64_t fire_now;     /* owner: the clock of the timer expiry running */
 	/* Written by the owner, read by anyone (see the top). */
 	_Atomic uint64_t start_ns, woken;
@@ -117,6 +113,12 @@ struct ura__amx {
 	_Atomic uint32_t gen;           /* the incarnation described */
 	_Atomic uint32_t mailbox;       /* depth when its last turn ended */
 	_Atomic uint64_t handled, handler_ns; /* handler_ns: sampled, scaled */
+	/* The token holder's alone, never read by others: the class's block
+	 * on worker csw (NULL: none yet), where a turn of this actor last
+	 * ended, so that the next turn there needs no lookup (9 of the
+	 * metered turn's instructions, bench/README.md, issue 17). */
+	struct ura__cstat *cs;
+	const struct ura__worker *csw;
 };
 
 /* The system's metrics state (sys->mx). */
@@ -289,26 +291,69 @@ static inline void ura__mx_woken(struct ura__worker *w)
 void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		     int normal);
-/* The end of a metered turn (or a body's stint): what it took from the
- * mailbox and handled, to the class and the actor's record, with the
- * depth it leaves behind. */
-static inline void ura__mx_turn(struct ura__actor *a, struct ura__cstat *cs,
-				uint64_t received, uint64_t handled)
+/* Out of line: a metered turn's class block on w when the actor's record
+ * (r, NULL: none) does not hold it (the first turn on w), kept in r. NULL:
+ * the class went unmetered (the class table is full). */
+struct ura__cstat *ura__mx_turn_cs(struct ura__worker *w, struct ura__actor *a,
+				   struct ura__amx *r);
+
+/* The class block on w of metered actor a, as a turn of it finds it: the
+ * record's when it holds w's, else by the lookup. Token holder. */
+static inline struct ura__cstat *ura__mx_cs(struct ura__worker *w, struct ura__actor *a)
 {
-	ura__add(&cs->received, received);
-	ura__add(&cs->handled, handled);
 	struct ura__amx *r = ura__amx_own(a);
-	if (!r)
-		return; /* no record (no memory at its spawn), or stopped */
-	uint32_t d = ura__mb_depth(&a->mb);
+	if (ura__likely(r != NULL && r->csw == w))
+		return r->cs;
+	return ura__cstat_of(w->sys, w, a->cls);
+}
+
+/* d, the depth an actor leaves behind, to its record and the class.
+ * Token holder. */
+static inline void ura__mx_depth_set(struct ura__amx *r, struct ura__cstat *cs, uint32_t d)
+{
 	uint32_t old = ura__ld(&r->mailbox);
 	if (d != old) {
 		ura__st(&cs->mailbox, ura__ld(&cs->mailbox) + (int64_t)d - (int64_t)old);
 		ura__st(&r->mailbox, d);
 	}
+}
+
+/* The end of a metered turn on w (or a body's stint): what it took from
+ * the mailbox and handled, to the class and the actor's record. The depth
+ * it leaves is kept exact without a walk in the common case. A record
+ * that says 0 stays so unless the caller's ura__mb_mark_idle fails (then
+ * ura__mx_left walks); one that says more is walked here, before the
+ * token can go (a mark_idle that succeeds must find the record at 0).
+ * Token holder. */
+static inline void ura__mx_turn(struct ura__worker *w, struct ura__actor *a,
+				uint64_t received, uint64_t handled)
+{
+	struct ura__amx *r = ura__amx_own(a);
+	struct ura__cstat *cs;
+	if (ura__likely(r != NULL && r->csw == w))
+		cs = r->cs;
+	else if (!(cs = ura__mx_turn_cs(w, a, r)))
+		return;
+	ura__add(&cs->received, received);
+	ura__add(&cs->handled, handled);
+	if (!r)
+		return; /* no record (no memory at its spawn), or stopped */
 	ura__add(&r->handled, handled);
 	/* The behavior's name is stored where it changes (ura__mx_beh), not
 	 * here: 5 instructions of every turn (bench/README.md, issue 17). */
+	if (ura__unlikely(ura__ld(&r->mailbox) != 0))
+		ura__mx_depth_set(r, cs, ura__mb_depth(&a->mb));
+}
+/* A metered turn's end found messages waiting after all (its mark_idle
+ * failed), or gives its token to a mute list: the depth it leaves, walked
+ * unless ura__mx_turn just did (the record says not 0 only then). After
+ * ura__mx_turn on the same worker, so the record holds the block. Token
+ * holder. */
+static inline void ura__mx_left(struct ura__worker *w, struct ura__actor *a)
+{
+	struct ura__amx *r = ura__amx_own(a);
+	if (r && r->csw == w && ura__ld(&r->mailbox) == 0)
+		ura__mx_depth_set(r, r->cs, ura__mb_depth(&a->mb));
 }
 /* A timed handler's time, scaled by the sampling, to the actor's record
  * (unless it stopped in that handler). Token holder. */
@@ -318,19 +363,20 @@ static inline void ura__mx_timed(ura_system *sys, struct ura__actor *a, uint64_t
 	if (r)
 		ura__add(&r->handler_ns, ns << sys->mx->shift);
 }
-/* The rare counts of the metered turn running on w (w->mx->cur), from
- * their own paths: nothing when none runs (a plain turn; a body's stint,
- * which counts its own: ura__mx_end). */
-static inline void ura__mx_unmatched(struct ura__worker *w, uint64_t n)
+/* The rare counts of a metered actor, from their own paths (a turn's or
+ * a body's), so that no turn counts them in its loop: nothing for other
+ * classes, one test. */
+static inline void ura__mx_unmatched(struct ura__worker *w, const struct ura__actor *a,
+				     uint64_t n)
 {
-	struct ura__cstat *c = w->mx->cur;
-	if (ura__unlikely(c != NULL))
+	struct ura__cstat *c;
+	if (ura__unlikely(ura__metered(a->cls)) && (c = ura__cstat_of(w->sys, w, a->cls)))
 		ura__add(&c->unmatched, n);
 }
-static inline void ura__mx_dead(struct ura__worker *w)
+static inline void ura__mx_dead(struct ura__worker *w, const struct ura__actor *a)
 {
-	struct ura__cstat *c = w->mx->cur;
-	if (ura__unlikely(c != NULL))
+	struct ura__cstat *c;
+	if (ura__unlikely(ura__metered(a->cls)) && (c = ura__cstat_of(w->sys, w, a->cls)))
 		ura__inc(&c->dead_letters);
 }
 /* A metered actor's behavior changed (become, restore): its record says
@@ -343,34 +389,28 @@ static inline void ura__mx_beh(ura_system *sys, struct ura__actor *a)
 }
 
 /* A body's stint on a worker (actor/fiber.c), metered: the class's block
- * on this worker, and the worker's counts at the start. Those counts move
- * only for this actor until the end, so their differences are its own.
- * (An event turn counts in registers instead: actor/turn.c.) cs NULL:
- * not metered (or the class table is full). */
+ * on this worker, and the worker's count of messages taken at the start.
+ * That count moves only for this actor until the end, so the difference
+ * is its own. (An event turn counts in registers instead: actor/turn.c;
+ * unmatched and dead letters go by their own paths in both.) cs NULL: not
+ * metered (or the class table is full). */
 struct ura__mx_mark {
 	struct ura__cstat *cs;
-	uint64_t recv0, unm0, dead0;
+	uint64_t recv0;
 };
 static inline void ura__mx_begin(ura_system *sys, struct ura__worker *w,
 				 const ura_class *cls, struct ura__mx_mark *k)
 {
 	k->cs = ura__cstat_of(sys, w, cls);
 	k->recv0 = ura__ld(&w->st.received);
-	k->unm0 = ura__ld(&w->st.unmatched);
-	k->dead0 = ura__ld(&w->st.dead_letters);
 }
-/* The end: the differences, with what the caller counted (handled), to
- * the class and the actor's record. (Timed handlers went to the record as
- * they ended: ura__mx_timed.) */
+/* The end: the difference, with what the caller counted (handled), to
+ * the class and the actor's record, and the depth left behind. (Timed
+ * handlers went to the record as they ended: ura__mx_timed.) */
 static inline void ura__mx_end(struct ura__worker *w, struct ura__actor *a,
 			       const struct ura__mx_mark *k, uint64_t handled)
 {
-	uint64_t unm = ura__ld(&w->st.unmatched) - k->unm0;
-	uint64_t dead = ura__ld(&w->st.dead_letters) - k->dead0;
-	if (unm)
-		ura__add(&k->cs->unmatched, unm);
-	if (dead)
-		ura__add(&k->cs->dead_letters, dead);
-	ura__mx_turn(a, k->cs, ura__ld(&w->st.received) - k->recv0, handled);
+	ura__mx_turn(w, a, ura__ld(&w->st.received) - k->recv0, handled);
+	ura__mx_left(w, a);
 }
 #endif
