@@ -22,7 +22,8 @@
  *     sent to it, the class gauge is the sum of the depths, and top-N by
  *     mailbox and by handled come out in order;
  *  5. bad input: a class with unknown metrics bits, a sample shift over
- *     16, reserved words set: -EINVAL;
+ *     16, reserved words set: -EINVAL; URA_METRICS_SAMPLE=0 times every
+ *     handler;
  *  6. mailbox wait: 20 plain messages from main and 10 from a handler to
  *     a held metered actor whose handler takes 2 ms, sampled 1 in 2 per
  *     sending thread: exactly 15 samples (requests to it are not
@@ -235,11 +236,11 @@ static void counters(void)
 	t_eq(c.unmatched, U, "unmatched: the U others");
 	t_eq(c.dead_letters, DEAD, "dead letters: what waited behind a stop");
 	t_eq(c.received, handled + U + DEAD + 2, "received: handled + unmatched + dead + 2 kills");
-	t_eq(c.sample_every, 16, "default sampling: 1 in 16");
+	t_eq(c.sample_every, 256, "default sampling: 1 in 256");
 	/* The tick counts deliveries (handled, unmatched and the kills'
 	 * exit signals: each reaches deliver once); dead letters never
 	 * reach a handler. One worker: the count is exact. */
-	t_eq(c.handler.count, (handled + U + 2) / 16, "handler histogram: 1 in 16 deliveries");
+	t_eq(c.handler.count, (handled + U + 2) / 256, "handler histogram: 1 in 256 deliveries");
 	uint64_t in_buckets = 0;
 	for (int i = 0; i < URA_HIST_BUCKETS; i++)
 		in_buckets += c.handler.bucket[i];
@@ -416,6 +417,19 @@ static void bad_input(void)
 	t_eq(ura_metrics_render(sys, URA_METRICS_PROMETHEUS, small, sizeof small), len,
 	     "render: cut text still returns the whole length");
 	t_eq(strlen(small), sizeof small - 1, "render: cut text is NUL-terminated");
+	t_must(ura_system_destroy(sys));
+
+	/* URA_METRICS_SAMPLE overrides the config: 0 times every handler. */
+	setenv("URA_METRICS_SAMPLE", "0", 1);
+	t_must(ura_system_new(&sys, &cfg3));
+	unsetenv("URA_METRICS_SAMPLE");
+	t_must(ura_spawn(sys, &metered, NULL, &r));
+	for (int i = 0; i < 10; i++)
+		t_must(ura_send(sys, r, A_INC));
+	t_must(ura_system_await(sys));
+	c = class_of(sys, &metered, &found);
+	t_eq(c.sample_every, 1, "URA_METRICS_SAMPLE=0: every handler timed");
+	t_eq(c.handler.count, 10, "ten deliveries, ten timed");
 	t_must(ura_system_destroy(sys));
 }
 

@@ -155,7 +155,8 @@ static void test_env(void)
 		{ "URA_IO_URING", "maybe" }, { "URA_WORKERS", "abc" }, { "URA_NUMA_BATCH", "-1" },
 		{ "URA_BATCH", "0" }, { "URA_TIMER_SLACK_US", " 5" }, { "URA_POOL_THREADS", "2x" },
 		{ "URA_STEAL_REMOTE_US", "99999999999" },
-		{ "URA_SPIN_US", "0" }, { "URA_TOPOLOGY", "2y1" },
+		{ "URA_SPIN_US", "0" }, { "URA_METRICS_SAMPLE", "17" },
+		{ "URA_TOPOLOGY", "2y1" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		const char *old = getenv(bad[i][0]);

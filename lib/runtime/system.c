@@ -65,7 +65,10 @@ static int params_get(struct params *p, const ura_config *cfg)
 	p->log.fn = cfg->log;
 	p->log.ud = cfg->log_ud;
 	p->log.level = cfg->log_level ? cfg->log_level : URA_LOG_WARN;
-	p->mx_shift = cfg->metrics_sample_log2 ? (unsigned)cfg->metrics_sample_log2 : 4;
+	/* 1 in 256: a sample is two clock reads (~55 ns on kvm-clock), so
+	 * that it stays under 1% of the cheapest message (bench/README.md,
+	 * issue 17). */
+	p->mx_shift = cfg->metrics_sample_log2 ? (unsigned)cfg->metrics_sample_log2 : 8;
 	const struct ura__logger *lg = &p->log;
 	unsigned u = 0;
 	int rc, b;
@@ -100,6 +103,10 @@ static int params_get(struct params *p, const ura_config *cfg)
 		return rc;
 	if (rc)
 		p->spin_ns = u * URA_USEC;
+	if ((rc = ura__env_uint(lg, "URA_METRICS_SAMPLE", 0, 16, &u)) < 0)
+		return rc;
+	if (rc)
+		p->mx_shift = u;
 	if ((rc = ura__env_uint(lg, "URA_STEAL_REMOTE_US", 1, 10000000, &u)) < 0)
 		return rc;
 	if (rc)
