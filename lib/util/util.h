@@ -43,13 +43,18 @@
 #endif
 #endif
 #if defined(__x86_64__) && !defined(URA__TSAN_BUILD)
+/* may_alias: the asm's operand names the counter as a plain word, and
+ * type-based alias analysis must not take it for another object than
+ * the _Atomic one the relaxed loads read (and move a load across it). */
+typedef uint64_t __attribute__((may_alias)) ura__u64_alias;
+typedef uint32_t __attribute__((may_alias)) ura__u32_alias;
 static inline void ura__add8(void *p, uint64_t n)
 {
-	__asm__ volatile("addq %1, %0" : "+m"(*(uint64_t *)p) : "er"(n));
+	__asm__ volatile("addq %1, %0" : "+m"(*(ura__u64_alias *)p) : "er"(n));
 }
 static inline void ura__add4(void *p, uint32_t n)
 {
-	__asm__ volatile("addl %1, %0" : "+m"(*(uint32_t *)p) : "er"(n));
+	__asm__ volatile("addl %1, %0" : "+m"(*(ura__u32_alias *)p) : "er"(n));
 }
 /* By the counter's size, known at compile time: the other words (none
  * today) take the C11 way. */
