@@ -29,13 +29,7 @@
 #define URA__ASAN 1
 #endif
 #endif
-#if defined(__SANITIZE_THREAD__)
-#define URA__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define URA__TSAN 1
-#endif
-#endif
+/* URA__TSAN: util/util.h. */
 #ifdef URA__ASAN
 void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
 void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,

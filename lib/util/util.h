@@ -35,14 +35,15 @@
  * every access as atomic (it would report the asm's store as a race).
  * Pingpong's turn and send do eight of these a message; the metered
  * turn three more (bench/README.md, issue 17). */
+/* A TSan build, gcc's or clang's (actor/fiber.c tells TSan of its stacks). */
 #if defined(__SANITIZE_THREAD__)
-#define URA__TSAN_BUILD 1
+#define URA__TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define URA__TSAN_BUILD 1
+#define URA__TSAN 1
 #endif
 #endif
-#if defined(__x86_64__) && !defined(URA__TSAN_BUILD)
+#if defined(__x86_64__) && !defined(URA__TSAN)
 /* may_alias: the asm's operand names the counter as a plain word, and
  * type-based alias analysis must not take it for another object than
  * the _Atomic one the relaxed loads read (and move a load across it). */
