@@ -154,7 +154,7 @@ void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *
 	r->csw = w;
 }
 
-struct ura__cstat *ura__mx_turn_cs(struct ura__worker *w, struct ura__actor *a,
+struct ura__cstat *ura__mx_cs_slow(struct ura__worker *w, struct ura__actor *a,
 				   struct ura__amx *r)
 {
 	struct ura__cstat *cs = ura__cstat_of(w->sys, w, a->cls);

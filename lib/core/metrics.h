@@ -291,20 +291,21 @@ static inline void ura__mx_woken(struct ura__worker *w)
 void ura__mx_spawned(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 void ura__mx_stopped(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 		     int normal);
-/* Out of line: a metered turn's class block on w when the actor's record
- * (r, NULL: none) does not hold it (the first turn on w), kept in r. NULL:
- * the class went unmetered (the class table is full). */
-struct ura__cstat *ura__mx_turn_cs(struct ura__worker *w, struct ura__actor *a,
+/* Out of line: ura__mx_cs's lookup, when the actor's record (r, NULL:
+ * none) does not hold w's block (the first turn on w), kept in r. */
+struct ura__cstat *ura__mx_cs_slow(struct ura__worker *w, struct ura__actor *a,
 				   struct ura__amx *r);
 
-/* The class block on w of metered actor a, as a turn of it finds it: the
- * record's when it holds w's, else by the lookup. Token holder. */
+/* The class block on w of metered actor a: the record's when it holds
+ * w's, else by the lookup. NULL: the class went unmetered (the class
+ * table is full). Token holder. (ura__mx_turn tests the record as this
+ * does, then needs no NULL test of a block the record held.) */
 static inline struct ura__cstat *ura__mx_cs(struct ura__worker *w, struct ura__actor *a)
 {
 	struct ura__amx *r = ura__amx_own(a);
 	if (ura__likely(r != NULL && r->csw == w))
 		return r->cs;
-	return ura__cstat_of(w->sys, w, a->cls);
+	return ura__mx_cs_slow(w, a, r);
 }
 
 /* d, the depth an actor leaves behind, to its record and the class.
@@ -332,7 +333,7 @@ static inline void ura__mx_turn(struct ura__worker *w, struct ura__actor *a,
 	struct ura__cstat *cs;
 	if (ura__likely(r != NULL && r->csw == w))
 		cs = r->cs;
-	else if (!(cs = ura__mx_turn_cs(w, a, r)))
+	else if (!(cs = ura__mx_cs_slow(w, a, r)))
 		return;
 	ura__add(&cs->received, received);
 	ura__add(&cs->handled, handled);
