@@ -411,6 +411,68 @@ static void test_slot_reuse(void)
 	t_destroy(sys);
 }
 
+/* ---- 4d. slots stopped on another worker are reused ------------------ */
+
+/* A spawner on worker 0 makes children on worker 1, where they stop:
+ * their slots are freed on worker 1 and must come back to the spawner,
+ * or the slots made grow with every spawn (they did: a worker kept what
+ * it freed for ever). 100 rounds of 1000, each awaited: at most 1000
+ * alive at once. */
+#define XW_ROUNDS 100
+#define XW_BATCH 1000
+static void xw_round(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	for (int i = 0; i < XW_BATCH; i++) {
+		ura_ref c;
+		if (ura_spawn_ex(cx, &reuse_child_class, NULL,
+				 &(ura_spawn_opts){ .worker = URA_WORKER(1) }, &c) < 0 ||
+		    ura_send(cx, c, A_STOP) < 0)
+			return; /* the test sees it in spawned */
+	}
+}
+URA_BEHAVIOR(xw_beh, URA_ON(A_MAKE, "", xw_round));
+static const ura_class xw_class = { .name = "xw", .initial = &xw_beh };
+
+static void test_slot_reuse_across_workers(void)
+{
+	ura_system *sys = t_system(2);
+	ura_ref p;
+	ura_stats st;
+	t_must(ura_spawn_ex(sys, &xw_class, NULL, &(ura_spawn_opts){ .worker = URA_WORKER(0) },
+			    &p));
+	for (int r = 0; r < XW_ROUNDS; r++) {
+		t_must(ura_send(sys, p, A_MAKE));
+		t_must(ura_system_await(sys));
+	}
+	t_must(ura_system_stats(sys, &st));
+	t_eq(st.spawned, 1 + XW_ROUNDS * XW_BATCH, "every child spawned");
+	t_eq(st.live, 1, "and stopped");
+	/* The 1000 of a round, two batches of 64 kept per worker and 64
+	 * fresh indices each; the slots of every child stopped on worker 1
+	 * if nothing comes back. */
+	t_ok(st.slots <= 2 * XW_BATCH, "slots stay near the most alive at once: %llu for %d spawns",
+	     (unsigned long long)st.slots, XW_ROUNDS * XW_BATCH);
+	t_diag("steals %llu", (unsigned long long)st.steals);
+
+	/* From a thread that is not a worker: the children stop on the
+	 * workers, and their slots come back to the next spawns from here. */
+	uint64_t before = st.slots;
+	for (int i = 0; i < XW_ROUNDS * XW_BATCH / 4; i++) {
+		ura_ref c;
+		t_must(ura_spawn(sys, &reuse_child_class, NULL, &c));
+		t_must(ura_send(sys, c, A_STOP));
+		if (i % XW_BATCH == XW_BATCH - 1)
+			t_must(ura_system_await(sys));
+	}
+	t_must(ura_system_await(sys));
+	t_must(ura_system_stats(sys, &st));
+	t_ok(st.slots <= before + 2 * XW_BATCH,
+	     "spawns from outside reuse the slots stopped on workers: %llu (were %llu)",
+	     (unsigned long long)st.slots, (unsigned long long)before);
+	t_destroy(sys);
+}
+
 /* ---- 5. become with static behaviors -------------------------------- */
 
 static int g_toggle_log[8];
@@ -1044,6 +1106,7 @@ int main(void)
 	test_stop();
 	test_stop_in_init();
 	test_slot_reuse();
+	test_slot_reuse_across_workers();
 	test_become();
 	test_behavior_new();
 	test_bound();

@@ -72,6 +72,21 @@ struct ura__node {
 	 * when a worker goes idle or busy (and only with two nodes or more),
 	 * and senders read it on every cross-node message. */
 	alignas(URA__CACHELINE) _Atomic unsigned nidle;
+	/* Batches of free slots that its workers had no room for (core/
+	 * slots.c): a worker that stops more actors than it spawns gives
+	 * them here, one that spawns more takes them. Under depot_lock;
+	 * depot_n is also read without it (relaxed: a look, the lock
+	 * decides). */
+	alignas(URA__CACHELINE) pthread_mutex_t depot_lock;
+	struct ura__slot_batch *depot;
+	_Atomic uint32_t depot_n;
+	uint32_t depot_cap;
+};
+
+/* A chain of free slots (free_link) and its length. */
+struct ura__slot_batch {
+	struct ura__actor *head;
+	uint32_t n;
 };
 
 /* A worker's outbox for one other node: newest message first. */
@@ -129,7 +144,11 @@ struct ura__worker {
 	unsigned tick;                 /* turns, for the inject-queue check */
 	uint32_t rng;
 	struct ura__actor *ovf_head, *ovf_tail; /* run-queue overflow */
-	struct ura__actor *free_slots; /* stopped actors' slots, reusable */
+	/* Stopped actors' slots, reusable: a list of free_n, and one full
+	 * batch more (spare_n); beyond that, batches go to the node's depot
+	 * (core/slots.c). */
+	struct ura__actor *free_slots, *free_spare;
+	uint32_t free_n, spare_n;
 	uint32_t idx_next, idx_end;    /* fresh slot indices reserved */
 	struct ura__pool pool;         /* message and record blocks */
 	struct ura__timers *tm;        /* time/ */
@@ -417,9 +436,15 @@ static inline struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
 }
 
 /* core/slots.c */
+/* Free slots a worker keeps in its list before it sets a batch aside. */
+#define URA__SLOT_BATCH 64u
 /* Out of line: the rare paths of the inline calls below. */
 struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w);
 void ura__slot_free_ext(ura_system *sys, struct ura__actor *a);
+void ura__slot_batch_full(ura_system *sys, struct ura__worker *w);
+/* The nodes' depots of free slots: made with the nodes, gone with them. */
+void ura__slot_depot_init(struct ura__node *nd);
+void ura__slot_depot_fini(struct ura__node *nd);
 struct ura__actor_x *ura__actor_x_new(struct ura__worker *w, struct ura__actor *a);
 /* The side record with `tail` bytes after it in the same block, for the
  * layer that made it to use (ura__actor_x_tail): one allocation where
@@ -438,8 +463,10 @@ static inline struct ura__actor *ura__slot_take(ura_system *sys, struct ura__wor
 		w->free_slots = a->free_link;
 		/* A stale send may have scheduled the dead slot; then leave
 		 * it on the list and take a fresh one. */
-		if (ura__likely(ura__mb_claim(&a->mb)))
+		if (ura__likely(ura__mb_claim(&a->mb))) {
+			w->free_n--;
 			return a;
+		}
 		a->free_link = w->free_slots;
 		w->free_slots = a;
 	}
@@ -454,6 +481,10 @@ static inline void ura__slot_free(ura_system *sys, struct ura__worker *w, struct
 	}
 	a->free_link = w->free_slots;
 	w->free_slots = a;
+	/* A worker that stops what others spawn would keep their slots for
+	 * ever while the spawners took fresh ones: a full list moves on. */
+	if (ura__unlikely(++w->free_n >= URA__SLOT_BATCH))
+		ura__slot_batch_full(sys, w);
 }
 /* The live actor r names, or NULL (stopped, stale, never). Any thread. */
 struct ura__actor *ura__slot_live(ura_system *sys, ura_ref r);

@@ -55,12 +55,118 @@ static uint32_t reserve(ura_system *sys, uint32_t n)
 	return base;
 }
 
+/*
+ * Free slots between workers. A worker's list of free slots used to grow
+ * without end when it stopped the actors another worker spawned (a
+ * spawner on one worker, its children stolen and stopped on the other:
+ * bench/signals' pairs at 2 workers grew 28 bytes a pair, 339 MB in 12M
+ * pairs), while the spawner reserved fresh slots. Now a worker keeps a
+ * list of up to URA__SLOT_BATCH and one full batch more; the next full
+ * batch goes to its node's depot, and a worker whose list and spare are
+ * empty takes a batch from its node's depot, then from another node's,
+ * and reserves fresh indices only when every depot is empty: the slots
+ * in use plus at most two batches a worker and a depot's worth of them
+ * (what the stops beyond the spawns left), never the slots ever made.
+ * A lock per node, taken once per batch (64 spawns or stops). Which
+ * node's memory a slot is on is not tracked (kernel-notes/numa.md).
+ */
+static int depot_push(struct ura__node *nd, struct ura__actor *head, uint32_t n)
+{
+	pthread_mutex_lock(&nd->depot_lock);
+	uint32_t k = atomic_load_explicit(&nd->depot_n, memory_order_relaxed);
+	if (k == nd->depot_cap) {
+		uint32_t cap = nd->depot_cap ? 2 * nd->depot_cap : 16;
+		struct ura__slot_batch *d = realloc(nd->depot, cap * sizeof *d);
+		if (!d) {
+			pthread_mutex_unlock(&nd->depot_lock);
+			return -ENOMEM;
+		}
+		nd->depot = d;
+		nd->depot_cap = cap;
+	}
+	nd->depot[k] = (struct ura__slot_batch){ head, n };
+	/* relaxed: under the lock; the peek in depot_take only skips. */
+	atomic_store_explicit(&nd->depot_n, k + 1, memory_order_relaxed);
+	pthread_mutex_unlock(&nd->depot_lock);
+	return 0;
+}
+
+static int depot_take(struct ura__node *nd, struct ura__slot_batch *out)
+{
+	if (!atomic_load_explicit(&nd->depot_n, memory_order_relaxed))
+		return 0;
+	pthread_mutex_lock(&nd->depot_lock);
+	uint32_t k = atomic_load_explicit(&nd->depot_n, memory_order_relaxed);
+	if (k)
+		*out = nd->depot[k - 1];
+	atomic_store_explicit(&nd->depot_n, k ? k - 1 : 0, memory_order_relaxed);
+	pthread_mutex_unlock(&nd->depot_lock);
+	return k != 0;
+}
+
+void ura__slot_depot_init(struct ura__node *nd)
+{
+	pthread_mutex_init(&nd->depot_lock, NULL);
+	nd->depot = NULL;
+	nd->depot_cap = 0;
+	atomic_store_explicit(&nd->depot_n, 0, memory_order_relaxed);
+}
+
+void ura__slot_depot_fini(struct ura__node *nd)
+{
+	/* The slots are in the chunks, freed with them. */
+	free(nd->depot);
+	nd->depot = NULL;
+	pthread_mutex_destroy(&nd->depot_lock);
+}
+
+void ura__slot_batch_full(ura_system *sys, struct ura__worker *w)
+{
+	if (w->free_spare &&
+	    depot_push(&sys->nodes[w->node], w->free_spare, w->spare_n) < 0)
+		return; /* no memory for the depot: the list grows, as it did */
+	w->free_spare = w->free_slots;
+	w->spare_n = w->free_n;
+	w->free_slots = NULL;
+	w->free_n = 0;
+}
+
+/* An empty list refilled from the spare or a depot; 0 if all are empty. */
+static int refill(ura_system *sys, struct ura__worker *w)
+{
+	struct ura__slot_batch b = { NULL, 0 };
+	if (w->free_spare) {
+		b = (struct ura__slot_batch){ w->free_spare, w->spare_n };
+		w->free_spare = NULL;
+		w->spare_n = 0;
+	} else {
+		unsigned i;
+		for (i = 0; i < sys->nnodes; i++)
+			if (depot_take(&sys->nodes[(w->node + i) % sys->nnodes], &b))
+				break;
+		if (i == sys->nnodes)
+			return 0;
+	}
+	w->free_slots = b.head;
+	w->free_n = b.n;
+	return 1;
+}
+
 struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w)
 {
 	struct ura__actor *a;
 	if (w) {
-		/* The free list's head was scheduled by a stale send (see
-		 * ura__slot_take), or the reserved indices ran out. */
+		/* The list is empty, or its head was scheduled by a stale
+		 * send (see ura__slot_take): a batch set aside, or fresh
+		 * indices. */
+		if (!w->free_slots && refill(sys, w)) {
+			a = w->free_slots;
+			if (ura__mb_claim(&a->mb)) {
+				w->free_slots = a->free_link;
+				w->free_n--;
+				return a;
+			}
+		}
 		if (w->idx_next == w->idx_end) {
 			uint32_t base = reserve(sys, 64);
 			if (!base)
@@ -70,7 +176,23 @@ struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w)
 		}
 		a = ura__slot_at(sys, w->idx_next++);
 	} else {
+		struct ura__slot_batch b = { NULL, 0 };
 		pthread_mutex_lock(&sys->slot_lock);
+		if (!sys->ext_free) {
+			/* Spawns from outside that stop on the workers leave
+			 * their slots there: take a batch of them back. */
+			pthread_mutex_unlock(&sys->slot_lock);
+			for (unsigned i = 0; i < sys->nnodes && !depot_take(&sys->nodes[i], &b); i++)
+				;
+			pthread_mutex_lock(&sys->slot_lock);
+			if (b.head) {
+				struct ura__actor *t = b.head;
+				while (t->free_link) /* once a batch: 64 steps */
+					t = t->free_link;
+				t->free_link = sys->ext_free;
+				sys->ext_free = b.head;
+			}
+		}
 		a = sys->ext_free;
 		if (a && ura__mb_claim(&a->mb)) {
 			sys->ext_free = a->free_link;

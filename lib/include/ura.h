@@ -588,7 +588,10 @@ typedef struct ura_stats {
 	uint64_t mb_over;          /* accepted over the bound (see URA_FULL_MUTE) */
 	uint64_t spin_yields;      /* CPU given away by idle spins (sched_yield)
 	                              after a spin was preempted */
-	uint64_t reserved_[3];     /* written as zero: later counters go here */
+	uint64_t slots;            /* actor slots made, 128 bytes each: the
+	                              actors alive and the free ones kept for
+	                              reuse (see ura_system_stats(3)) */
+	uint64_t reserved_[2];     /* written as zero: later counters go here */
 	/* Context-switching actors: alive now; switches into their bodies;
 	 * stacks mapped now (running, waiting, or kept in the pool); of
 	 * those, kept in the pool for the next spawn. */

@@ -219,6 +219,9 @@ static int render(ura_system *sys, struct out *o)
 	put(o, "\"} 1\n");
 	family(o, "ura_actors_live", GAUGE, "Actors alive.");
 	put(o, "ura_actors_live %llu\n", (unsigned long long)st.live);
+	family(o, "ura_actor_slots", GAUGE,
+	       "Actor slots made (128 bytes each): the live actors and free slots kept for reuse.");
+	put(o, "ura_actor_slots %llu\n", (unsigned long long)st.slots);
 	family(o, "ura_timers_pending", GAUGE, "Timers armed now.");
 	put(o, "ura_timers_pending %llu\n", (unsigned long long)st.timers_pending);
 	family(o, "ura_io_inflight", GAUGE, "I/O operations started and not completed.");

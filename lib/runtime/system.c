@@ -155,6 +155,7 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
 			nd->first = i;
 			nd->id = topo->node_id[last];
 			pthread_mutex_init(&nd->inject_lock, NULL);
+			ura__slot_depot_init(nd);
 		}
 		w->node = sys->nnodes - 1;
 		sys->nodes[w->node].count++;
@@ -233,8 +234,10 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	ura__snap_fini(sys);
 	ura__fibers_fini(sys);
 	ura__mx_fini(sys);
-	for (unsigned k = 0; sys->nodes && k < sys->nnodes; k++)
+	for (unsigned k = 0; sys->nodes && k < sys->nnodes; k++) {
 		pthread_mutex_destroy(&sys->nodes[k].inject_lock);
+		ura__slot_depot_fini(&sys->nodes[k]);
+	}
 	free(sys->nodes);
 	free(sys->workers);
 	pthread_mutex_destroy(&sys->q_lock);
@@ -513,5 +516,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 	out->stopped += atomic_load_explicit(&sys->ext_stopped, memory_order_relaxed);
 	out->sent += ura__ext_sent(sys);
 	out->live = out->spawned - out->stopped;
+	/* relaxed: a gauge; index 0 is the null ref, never a slot. */
+	out->slots = atomic_load_explicit(&sys->idx_hwm, memory_order_relaxed) - 1;
 	return 0;
 }
