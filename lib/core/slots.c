@@ -67,7 +67,7 @@ static uint32_t reserve(ura_system *sys, uint32_t n)
  * and reserves fresh indices only when every depot is empty: the slots
  * in use plus at most two batches a worker and a depot's worth of them
  * (what the stops beyond the spawns left), never the slots ever made.
- * A lock per node, taken once per batch (64 spawns or stops). Which
+ * A lock per node, taken once per batch (URA__SLOT_BATCH spawns or stops). Which
  * node's memory a slot is on is not tracked (kernel-notes/numa.md).
  */
 static int depot_push(struct ura__node *nd, struct ura__actor *head, uint32_t n)
@@ -187,7 +187,7 @@ struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w)
 			pthread_mutex_lock(&sys->slot_lock);
 			if (b.head) {
 				struct ura__actor *t = b.head;
-				while (t->free_link) /* once a batch: 64 steps */
+				while (t->free_link) /* once a batch */
 					t = t->free_link;
 				t->free_link = sys->ext_free;
 				sys->ext_free = b.head;
