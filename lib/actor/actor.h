@@ -49,10 +49,16 @@ static inline int ura__case_matches(const ura_case *c, ura_ctx *cx, const struct
 
 /* lifecycle.c */
 /* Ends the incarnation (token held): timers, requests, stash, I/O; then
- * buries it, or leaves a zombie while its I/O is in flight. */
-void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy);
-/* The incarnation's last act: destroy callback, memory, counters, slot. */
-void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy);
+ * buries it, or leaves a zombie while its I/O is in flight. why: the
+ * exit reason of the turn that stops it (its ctx's, taken over and left
+ * empty), or NULL for normal. */
+void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy,
+	      struct ura__why *why);
+/* The incarnation's last act: destroy callback, memory, counters, slot.
+ * why: its exit reason (moved into the tombstone), or NULL: a zombie's,
+ * from its record. */
+void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy,
+	       struct ura__why *why);
 /* Frees what a slot still holds at system destroy; returns the number of
  * messages that were never handled. */
 uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a);

@@ -54,7 +54,8 @@ static void free_stash(ura_system *sys, struct ura__worker *w, struct ura__actor
 	x->stash = x->stash_tail = NULL;
 }
 
-void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy)
+void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy,
+	       struct ura__why *why)
 {
 	a->state_kind = URA__A_FREE;
 	if (call_destroy && a->cls->destroy)
@@ -62,7 +63,7 @@ void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int
 	free_state(a);
 	/* The exit reason into the slot (the state is gone), for signals
 	 * that arrive late (actor/signal.c). */
-	ura__sig_bury(w, a);
+	ura__sig_bury(w, a, why);
 	if (a->x && a->x->fib) /* most have none: no call */
 		ura__fiber_free(sys, a);
 	ura__actor_x_free(sys, w, a);
@@ -80,7 +81,8 @@ void ura__bury(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int
 	ura__slot_free(sys, w, a);
 }
 
-void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy)
+void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int call_destroy,
+	      struct ura__why *why)
 {
 	uint64_t lost = 0;
 	/* With I/O in flight the kernel may still write to the actor's
@@ -88,14 +90,19 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	 * URA__A_ZOMBIE and ura__actor_turn). */
 	int zombie = call_destroy && w && a->x && a->x->io && a->x->io->n;
 	ura_ref self = ura__self_ref(a);
-	ura_atom reason;
+	ura_atom reason = URA_NORMAL;
 	ura_value value;
-	ura__sig_reason(a, &reason, &value);
+	memset(&value, 0, sizeof value);
+	struct ura__why noproc;
 	if (!call_destroy) { /* a spawn that failed: it never was */
-		reason = URA_NOPROC;
-		memset(&value, 0, sizeof value);
-		if (a->x && a->x->sig)
-			(void)ura__sig_set_reason(w, a, URA_NOPROC, value);
+		if (why)
+			ura__why_clear(why);
+		noproc = (struct ura__why){ .reason = URA_NOPROC, .set = 1 };
+		why = &noproc;
+	}
+	if (why && why->set) {
+		reason = why->reason;
+		value = why->value;
 	}
 	/* This turn's cross-node batches go before the generation moves on:
 	 * whoever sees the new generation knows every message of ours is in
@@ -133,11 +140,14 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 			ura__mx_unmatched(w, a, lost);
 	}
 	if (zombie) {
+		/* Dead letters meanwhile, and the burial, read it there. */
+		if (why)
+			ura__sig_keep_reason(w, a, why);
 		a->beh = NULL;
 		ura__io_cancel_all(w, a);
 		return;
 	}
-	ura__bury(sys, w, a, call_destroy);
+	ura__bury(sys, w, a, call_destroy, why);
 }
 
 /* ---- spawn ---------------------------------------------------------- */
@@ -328,7 +338,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 			a->beh = &ura__fiber_nobeh;
 		int rc = ura__fiber_new(sys, a);
 		if (rc < 0) {
-			ura__die(sys, w, a, 0);
+			ura__die(sys, w, a, 0, NULL);
 			release(sys, w, a);
 			return rc;
 		}
@@ -341,7 +351,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	if (opts && opts->group) {
 		int rc = ura_group_join(opts->group, ref);
 		if (rc < 0) {
-			ura__die(sys, w, a, 0);
+			ura__die(sys, w, a, 0, NULL);
 			release(sys, w, a);
 			return rc;
 		}
@@ -354,15 +364,19 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 			spawn_unwatch(parent, a, ref, opts, mon);
 			if (opts->group)
 				(void)ura_group_leave(opts->group, ref);
-			ura__die(sys, w, a, 0);
+			ura__die(sys, w, a, 0, NULL);
 			release(sys, w, a);
 			return rc;
 		}
 	}
 
+	/* Init's ctx: its exit reason, if it stops, lives there until the
+	 * stop below. Made only for an init (a spawn without one pays no
+	 * zeroing of it). */
+	struct ura_ctx cx;
 	if (cls->init) {
-		struct ura_ctx cx = { .sys = sys, .w = w, .a = a,
-				      .turn = w ? ura__ld(&w->st.turns) : ura__ctx_tag() };
+		ura__ctx_init(&cx, sys, w, a);
+		cx.turn = w ? ura__ld(&w->st.turns) : ura__ctx_tag();
 		int rc = cls->init(&cx, state, arg);
 		if (rc < 0) {
 			/* init failed: it cleans up after itself, so no
@@ -374,7 +388,7 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 				spawn_unwatch(parent, a, ref, opts, mon);
 			if (opts && opts->group)
 				(void)ura_group_leave(opts->group, ref);
-			ura__die(sys, w, a, 0);
+			ura__die(sys, w, a, 0, &cx.why); /* a reason init set: freed */
 			release(sys, w, a);
 			return rc;
 		}
@@ -399,8 +413,8 @@ static int spawn(ura_system *sys, struct ura__worker *w, struct ura__actor *pare
 	URA_PROBE3(spawn, (uint32_t)ref.id, cls->name, w ? (int)w->id : -1);
 	/* ura_stop() from init: stopped before anyone could reach it; what
 	 * init sent to itself becomes dead letters. */
-	if (a->stopping)
-		ura__die(sys, w, a, 1);
+	if (a->stopping) /* only an init sets it */
+		ura__die(sys, w, a, 1, &cx.why);
 	else if (a->beh->timeout_ns || a->became)
 		ura__rt_rearm(sys, w, a);
 	a->became = 0;
@@ -544,6 +558,6 @@ void ura__actor_restore_abort(ura_system *sys, struct ura__actor *a, int call_de
 	/* Never counted as spawned: die() must not count it as stopped. */
 	if (call_destroy && a->cls->destroy)
 		a->cls->destroy(a->state);
-	ura__die(sys, NULL, a, 0);
+	ura__die(sys, NULL, a, 0, NULL);
 	release(sys, NULL, a);
 }

@@ -79,7 +79,7 @@ void ura__request_settle(ura_ctx *cx, struct ura_msg *m, int matched)
 	ura_value value;
 	memset(&value, 0, sizeof value);
 	if (a->stopping)
-		ura__sig_reason(a, &reason, &value);
+		ura__why_get(&cx->why, &reason, &value);
 	ura_value v[2];
 	unsigned n = ura__reason_vals(v, reason, value);
 	if (answer(cx, URA__MK_ERROR, URA_ERROR, v, n) < 0) {

@@ -325,29 +325,48 @@ void ura__sig_free(struct ura__worker *w, struct ura__actor *a)
 	a->x->sig = NULL;
 }
 
-int ura__sig_set_reason(struct ura__worker *w, struct ura__actor *a, ura_atom reason,
-			ura_value value)
+int ura__why_set(struct ura__why *y, ura_atom reason, ura_value value)
 {
-	struct ura__sig *s = ura__sig_of(w, a);
 	ura_value copy;
-	if (!s || value_copy(&copy, value) < 0)
+	if (!value.type) { /* most reasons: an atom alone, nothing to copy */
+		memset(&copy, 0, sizeof copy);
+	} else if (value_copy(&copy, value) < 0) {
 		return -ENOMEM;
-	if (value_owns(s->value)) /* the old one's heap part; the rest is overwritten */
-		free(s->value.u.ptr);
-	s->reason = reason;
-	s->value = copy;
-	s->has_reason = 1;
+	}
+	if (y->set && value_owns(y->value)) /* the old one's heap part */
+		free(y->value.u.ptr);
+	y->reason = reason;
+	y->value = copy;
+	y->set = 1;
 	return 0;
 }
 
-static void clear_reason(struct ura__actor *a)
+void ura__why_clear(struct ura__why *y)
 {
-	struct ura__sig *s = a->x ? a->x->sig : NULL;
-	if (s && s->has_reason) {
-		value_free(&s->value);
-		s->has_reason = 0;
-		s->reason = 0;
+	if (y->set) {
+		value_free(&y->value);
+		y->set = 0;
+		y->reason = 0;
 	}
+}
+
+void ura__sig_keep_reason(struct ura__worker *w, struct ura__actor *a, struct ura__why *y)
+{
+	if (!y->set)
+		return;
+	struct ura__sig *s = ura__sig_of(w, a);
+	if (!s) {
+		/* No memory for the record: late signals will say normal. */
+		ura__why_clear(y);
+		return;
+	}
+	if (s->has_reason)
+		value_free(&s->value);
+	s->reason = y->reason;
+	s->value = y->value; /* moved */
+	s->has_reason = 1;
+	memset(&y->value, 0, sizeof y->value);
+	y->set = 0;
 }
 
 /* ---- sending --------------------------------------------------------- */
@@ -484,26 +503,35 @@ void ura__tomb_free_value(struct ura__actor *a)
 	a->tomb = 0;
 }
 
-void ura__sig_bury(struct ura__worker *w, struct ura__actor *a)
+void ura__sig_bury_slow(struct ura__worker *w, struct ura__actor *a, struct ura__why *y)
 {
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
-	if (!s)
-		return;
+	struct ura__why kept;
+	if (!y && s && s->has_reason) { /* a zombie's, from its record */
+		kept = (struct ura__why){ s->reason, s->value, 1 };
+		memset(&s->value, 0, sizeof s->value);
+		s->has_reason = 0;
+		y = &kept;
+	}
 	/* No tombstone to free: incarnate took the last one before the state
 	 * (which shares its bytes) was made. */
-	if (s->has_reason && (s->reason != URA_NORMAL || s->value.type)) {
-		/* The state is gone (ura__bury freed it first): `inl` is free
-		 * until the slot's next incarnation. The value's copy moves
-		 * into the tombstone. */
-		struct ura__tomb *t = tomb_of(a);
-		t->gen = ura__own_gen(a) - 1;
-		t->pad_ = 0;
-		t->reason = s->reason;
-		t->value = s->value;
-		memset(&s->value, 0, sizeof s->value);
-		a->tomb = 1;
+	if (y && y->set) {
+		if (y->reason != URA_NORMAL || y->value.type) {
+			/* The state is gone (ura__bury freed it first): `inl`
+			 * is free until the slot's next incarnation. The
+			 * value's copy moves into the tombstone. */
+			struct ura__tomb *t = tomb_of(a);
+			t->gen = ura__own_gen(a) - 1;
+			t->pad_ = 0;
+			t->reason = y->reason;
+			t->value = y->value;
+			a->tomb = 1;
+		}
+		memset(&y->value, 0, sizeof y->value);
+		y->set = 0;
 	}
-	ura__sig_free(w, a);
+	if (s)
+		ura__sig_free(w, a);
 }
 
 /* ---- signals received --------------------------------------------------- */
@@ -518,8 +546,7 @@ static int exit_signal(ura_ctx *cx, struct ura_msg *m)
 		value = m->vals[2];
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
 	if (m->req == URA__EXIT_KILL && reason == URA_KILL) {
-		if (ura__sig_set_reason(cx->w, a, URA_KILLED, (ura_value){ 0 }) < 0)
-			clear_reason(a); /* no memory for the record: stops as normal */
+		(void)ura__why_set(&cx->why, URA_KILLED, (ura_value){ 0 }); /* copies nothing */
 		a->stopping = 1;
 		return 0;
 	}
@@ -531,14 +558,14 @@ static int exit_signal(ura_ctx *cx, struct ura_msg *m)
 	if (reason == URA_NORMAL) {
 		/* Erlang's exit(self(), normal) stops the caller. */
 		if (m->req == URA__EXIT_KILL && m->from.id == ura__self_ref(a).id) {
-			clear_reason(a);
+			ura__why_clear(&cx->why);
 			a->stopping = 1;
 		}
 		return 0;
 	}
-	if (ura__sig_set_reason(cx->w, a, reason, value) < 0 &&
-	    ura__sig_set_reason(cx->w, a, reason, (ura_value){ 0 }) < 0)
-		clear_reason(a);
+	/* Without memory for the value's copy, the reason alone. */
+	if (ura__why_set(&cx->why, reason, value) < 0)
+		(void)ura__why_set(&cx->why, reason, (ura_value){ 0 });
 	a->stopping = 1;
 	return 0;
 }
@@ -815,9 +842,9 @@ URA_API int ura_exit(ura_ctx *cx, ura_atom reason, ura_value value)
 	if (ura__ctx_bad(cx) || !ura_atom_valid(reason) || !value_ok(value))
 		return -EINVAL;
 	if (reason == URA_NORMAL && !value.type) {
-		clear_reason(cx->a);
+		ura__why_clear(&cx->why);
 	} else {
-		int rc = ura__sig_set_reason(cx->w, cx->a, reason, value);
+		int rc = ura__why_set(&cx->why, reason, value);
 		if (rc < 0)
 			return rc;
 	}
@@ -829,7 +856,7 @@ URA_API void ura_stop(ura_ctx *cx)
 {
 	if (ura__ctx_bad(cx))
 		return;
-	clear_reason(cx->a);
+	ura__why_clear(&cx->why);
 	cx->a->stopping = 1;
 }
 

@@ -38,7 +38,7 @@ struct ura__sig {
 	struct ura__sent *tab;
 	uint32_t cap, n, used;  /* slots, live entries, live + deleted */
 	uint8_t trap;           /* ura_trap_exit */
-	uint8_t has_reason;     /* reason/value set (ura_exit, an exit signal) */
+	uint8_t has_reason;     /* reason/value set: a zombie's (ura__sig_keep_reason) */
 	uint8_t dem_n;          /* demonitors not yet told to dem_to */
 	uint64_t next_mon;      /* monitor ids: 1, 2, ... per incarnation */
 	uint64_t next_unlink;   /* unlink ids */
@@ -82,10 +82,24 @@ struct ura__sent *ura__sig_find(struct ura__sig *s, uint32_t type, uint64_t k1, 
 int ura__sig_add(struct ura__sig *s, uint32_t type, uint64_t k1, uint64_t k2, uint64_t v);
 void ura__sig_del(struct ura__sig *s, struct ura__sent *e);
 
-/* Sets the exit reason (value copied); -ENOMEM. */
-int ura__sig_set_reason(struct ura__worker *w, struct ura__actor *a, ura_atom reason,
-			ura_value value);
-/* The exit reason the actor stops with now: normal unless set. */
+/* A turn's exit reason (struct ura__why, in its ctx): set (value
+ * copied; -ENOMEM), cleared (back to normal), read. */
+int ura__why_set(struct ura__why *y, ura_atom reason, ura_value value);
+void ura__why_clear(struct ura__why *y);
+static inline void ura__why_get(const struct ura__why *y, ura_atom *reason, ura_value *value)
+{
+	if (y->set) {
+		*reason = y->reason;
+		*value = y->value;
+		return;
+	}
+	*reason = URA_NORMAL;
+	memset(value, 0, sizeof *value);
+}
+/* A zombie's reason (a stop that waits for its I/O, ura__die) goes into
+ * its record for the dead letters and the burial to come; y is emptied. */
+void ura__sig_keep_reason(struct ura__worker *w, struct ura__actor *a, struct ura__why *y);
+/* A zombie's exit reason, kept in its record: normal unless set. */
 static inline void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_value *value)
 {
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
@@ -113,9 +127,16 @@ static inline void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct 
 	if (s && (s->n || s->dem_n))
 		ura__sig_stop_walk(sys, w, a, self, reason, value);
 }
-/* The burial: the exit reason into the slot's tombstone (if it is not a
- * plain normal), and the record freed. */
-void ura__sig_bury(struct ura__worker *w, struct ura__actor *a);
+/* The burial: the exit reason (y's, moved; NULL: the record's, for a
+ * zombie) into the slot's tombstone if it is not a plain normal, and the
+ * record freed. */
+void ura__sig_bury_slow(struct ura__worker *w, struct ura__actor *a, struct ura__why *y);
+static inline void ura__sig_bury(struct ura__worker *w, struct ura__actor *a, struct ura__why *y)
+{
+	/* Inline: most stops have neither a reason nor a record. */
+	if ((y && y->set) || (a->x && a->x->sig))
+		ura__sig_bury_slow(w, a, y);
+}
 /* Sends the DEMONITOR the actor's demonitors of this turn wait for (from
  * `self`), if any. Token; on a worker. The end of a turn, of a spawn's
  * init, a stop. */

@@ -172,7 +172,7 @@ static void redeliver_stash(struct ura_ctx *cx)
 			if (a->stopping) {
 				ura_atom reason;
 				ura_value value;
-				ura__sig_reason(a, &reason, &value);
+				ura__why_get(&cx->why, &reason, &value);
 				ura__request_orphan(cx->sys, cx->w, a, m, reason, value);
 				ura__inc(&cx->w->st.unmatched);
 				ura__mx_unmatched(cx->w, cx->a, 1);
@@ -206,7 +206,8 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 							struct ura__actor *a, const int metered)
 {
 	ura_system *sys = w->sys;
-	struct ura_ctx cx = { .sys = sys, .w = w, .a = a };
+	struct ura_ctx cx;
+	ura__ctx_init(&cx, sys, w, a);
 	struct ura_msg *m, *r;
 	unsigned n = 0;
 
@@ -289,7 +290,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 			 * until the mailbox is empty: nobody else will. */
 			if (a->state_kind == URA__A_ZOMBIE && m->kind == URA__MK_IO &&
 			    m->to_gen + 1 == ura__own_gen(a) && ura__io_untrack(a, m) == 0)
-				ura__bury(sys, w, a, 1);
+				ura__bury(sys, w, a, 1, NULL);
 			else if (m->kind != URA__MK_PLAIN)
 				/* A request, monitor or link that came too
 				 * late: answered with the exit reason. */
@@ -316,7 +317,7 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		if (became)
 			redeliver_stash(&cx);
 		if (ura__unlikely(a->stopping)) {
-			ura__die(sys, w, a, 1);
+			ura__die(sys, w, a, 1, &cx.why);
 			if (++n >= sys->batch)
 				break;
 			continue;

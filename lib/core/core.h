@@ -11,6 +11,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
+#include <string.h>
 
 #include "core/phase.h"
 #include "core/slot.h"
@@ -307,6 +309,15 @@ struct ura_system {
 };
 
 /* A handler's view of the runtime (ura.h's ura_ctx). */
+/* An exit reason on its way to the stop (actor/signal.c): set by
+ * ura_exit, an exit signal or a kill in a turn, read by the stop that
+ * ends that turn (ura__die), which moves it into the slot's tombstone. */
+struct ura__why {
+	ura_atom reason;
+	ura_value value;         /* strings and bytes: a heap copy, owned */
+	uint8_t set;             /* 0: normal */
+};
+
 struct ura_ctx {
 	ura_system *sys;
 	struct ura__worker *w;   /* NULL: init running off the workers */
@@ -328,7 +339,26 @@ struct ura_ctx {
 	/* actor/request.c: a continuation's payload (ura_request_payload). */
 	uint32_t req_payload_len;
 	void *req_payload;
+	/* actor/signal.c: the exit reason of this turn's stop. Here, not in
+	 * the actor's side record: a stop always ends the turn that asked
+	 * for it, and most actors that exit with a reason need no record
+	 * for anything else (bench/signals' linked pairs). Last, so that
+	 * ura__ctx_init zeroes the rest and sets only why.set. */
+	struct ura__why why;
 };
+
+/* A ctx for a turn or an init: like `= { .sys, .w, .a }`, without
+ * zeroing why's 32 bytes on every turn (only `set` is read before a
+ * reason is written). */
+static inline void ura__ctx_init(struct ura_ctx *cx, ura_system *sys, struct ura__worker *w,
+				 struct ura__actor *a)
+{
+	memset(cx, 0, offsetof(struct ura_ctx, why));
+	cx->sys = sys;
+	cx->w = w;
+	cx->a = a;
+	cx->why.set = 0;
+}
 
 /* The worker running on this thread, if any (for -EDEADLK checks). */
 extern _Thread_local struct ura__worker *ura__current_worker;
