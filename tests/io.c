@@ -519,8 +519,29 @@ static void z_go(ura_ctx *cx, const ura_msg *m)
 	struct iovec iov = { s->buf, sizeof s->buf };
 	ura_io_submit(cx, A_R, &(ura_io_req){ .op = URA_IO_READV, .fd = g_sp[0], .iov = &iov,
 					      .iovcnt = 1 });
-	ura_stop(cx);
+	/* A reason, kept through the wait for the cancelled read (the
+	 * zombie's record) into the slot's tombstone. */
+	ura_exit(cx, URA_ATOM("boom"), ura_v_i64(7));
 }
+static _Atomic uint64_t g_z_reason;
+static _Atomic int64_t g_z_value;
+static void zw_answer(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	atomic_store(&g_z_value, ura_exit_value(m).u.i64);
+	atomic_store(&g_z_reason, ura_msg_tag(m) == URA_ERROR ? ura_exit_reason(m) : 1);
+}
+/* GO to the actor, and a request right behind it: the request reaches
+ * it after its stop, while its read is being cancelled (a zombie), and
+ * is answered with the reason the stop kept in the zombie's record. */
+static void zw_go(ura_ctx *cx, const ura_msg *m)
+{
+	ura_ref z = ura_arg_ref(m, 0);
+	if (ura_send(cx, z, A_GO) == 0)
+		ura_request(cx, z, zw_answer, NULL, A_GO);
+}
+URA_BEHAVIOR(zw_beh, URA_ON(A_GO, "r", zw_go));
+static const ura_class zw_cls = { .name = "zwatch", .initial = &zw_beh };
 static void z_never(ura_ctx *cx, const ura_msg *m) { (void)cx; (void)m; }
 URA_BEHAVIOR(z_beh, URA_ON(A_GO, "", z_go), URA_ON_ANY(0, z_never));
 static const ura_class z_cls = { .name = "zombie", .initial = &z_beh,
@@ -532,8 +553,14 @@ static void test_stop_inflight(ura_system *sys)
 	t_must(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g_sp));
 	ura_ref a;
 	t_must(ura_spawn(sys, &z_cls, NULL, &a));
-	t_must(ura_send(sys, a, A_GO));
+	ura_ref w;
+	t_must(ura_spawn(sys, &zw_cls, NULL, &w));
+	t_must(ura_send(sys, w, A_GO, a));
 	t_rc(await_guarded(sys), 0, "stop in flight: await (the recv was cancelled)");
+	char zn[URA_ATOM_MAX + 1];
+	t_ok(atomic_load(&g_z_reason) == URA_ATOM("boom") && atomic_load(&g_z_value) == 7,
+	     "a request that reached it after its stop, during the cancel: its reason (%s %lld)",
+	     ura_atom_name(atomic_load(&g_z_reason), zn), (long long)atomic_load(&g_z_value));
 	t_eq(atomic_load(&g_zombie_destroyed), 1, "destroy ran once");
 	t_eq(atomic_load(&g_zombie_seen_inflight), 0, "destroy ran after the op's completion");
 	t_rc(ura_send(sys, a, A_GO), -ESRCH, "its ref is stale");
