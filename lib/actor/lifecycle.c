@@ -40,14 +40,14 @@ static void release(ura_system *sys, struct ura__worker *w, struct ura__actor *a
 /* The stash goes with the actor; a stashed request is answered with the
  * exit reason (actor/request.c). */
 static void free_stash(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-		       uint64_t *lost, ura_atom reason, ura_value value)
+		       uint64_t *lost, const struct ura__why *r)
 {
 	struct ura__actor_x *x = a->x;
 	if (!x)
 		return;
 	for (struct ura_msg *m = x->stash, *n; m; m = n) {
 		n = atomic_load_explicit(&m->next, memory_order_relaxed);
-		ura__request_orphan(sys, w, a, m, reason, value);
+		ura__request_orphan(sys, w, a, m, r->reason, r->value);
 		ura__msg_free(ura__pool_of(w), m);
 		++*lost;
 	}
@@ -90,9 +90,9 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	 * URA__A_ZOMBIE and ura__actor_turn). */
 	int zombie = call_destroy && w && a->x && a->x->io && a->x->io->n;
 	ura_ref self = ura__self_ref(a);
-	ura_atom reason = URA_NORMAL;
-	ura_value value;
-	memset(&value, 0, sizeof value);
+	/* The reason, read only where it is used (most stops are normal and
+	 * use it nowhere): r, never NULL. */
+	static const struct ura__why normal = { .reason = URA_NORMAL, .set = 1 };
 	struct ura__why noproc;
 	if (!call_destroy) { /* a spawn that failed: it never was */
 		if (why)
@@ -100,10 +100,7 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 		noproc = (struct ura__why){ .reason = URA_NOPROC, .set = 1 };
 		why = &noproc;
 	}
-	if (why && why->set) {
-		reason = why->reason;
-		value = why->value;
-	}
+	const struct ura__why *r = why && why->set ? why : &normal;
 	/* This turn's cross-node batches go before the generation moves on:
 	 * whoever sees the new generation knows every message of ours is in
 	 * its receiver's mailbox or node inbox already (the order of late
@@ -111,9 +108,9 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	if (w && w->outbox_dirty)
 		ura__outbox_flush_all(w);
 	if (call_destroy && ura__metered(a->cls))
-		ura__mx_stopped(sys, w, a, reason == URA_NORMAL);
+		ura__mx_stopped(sys, w, a, r->reason == URA_NORMAL);
 	if (call_destroy)
-		URA_PROBE3(stop, (uint32_t)self.id, a->cls->name, reason);
+		URA_PROBE3(stop, (uint32_t)self.id, a->cls->name, r->reason);
 	a->state_kind = zombie ? URA__A_ZOMBIE : URA__A_FREE;
 	a->stopping = 0;
 	/* release: a sender that sees the new generation refuses to send;
@@ -127,11 +124,11 @@ void ura__die(ura_system *sys, struct ura__worker *w, struct ura__actor *a, int 
 	}
 	if (a->x && a->x->timers) /* most have none: no call */
 		ura__timers_cancel_owned(sys, w, a);
-	free_stash(sys, w, a, &lost, reason, value);
+	free_stash(sys, w, a, &lost, r);
 	if (a->x && a->x->pending) /* most have none: no call */
 		ura__requests_drop(sys, w, a);
 	/* Watchers, links, monitors held, open promises (actor/signal.c). */
-	ura__sig_stop(sys, w, a, self, reason, value);
+	ura__sig_stop(sys, w, a, self, r);
 	/* Stashed messages that never matched are counted with the unmatched
 	 * ones: they were handled, by being dropped now. */
 	if (w) {
@@ -162,6 +159,7 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 	struct ura__actor *a = ura__slot_take(sys, w);
 	if (!a)
 		return NULL;
+	a->link1 = 0; /* was the free list's link */
 	void *state = NULL;
 	/* A stopped incarnation freed its side record; a fresh slot has
 	 * none. Its tombstone goes now. */
@@ -242,18 +240,23 @@ static int spawn_watch(struct ura__worker *w, struct ura__actor *parent, struct 
 		       ura_ref ref, const ura_spawn_opts *opts, uint64_t *mon)
 {
 	ura_ref pref = ura__self_ref(parent);
-	struct ura__sig *ps = ura__sig_of(w, parent), *cs = ura__sig_of(w, a);
-	if (!ps || !cs)
-		return -ENOMEM;
 	if (opts->link) {
-		if (ura__sig_add(ps, URA__S_LINK, ref.id, 0, 0) < 0)
-			return -ENOMEM;
-		if (ura__sig_add(cs, URA__S_LINK, pref.id, 0, 0) < 0) {
-			ura__sig_del(ps, ura__sig_find(ps, URA__S_LINK, ref.id, 0));
-			return -ENOMEM;
+		/* The child's first link is inline (a->link1, fresh), and
+		 * so is the parent's if it has none yet: no side record for
+		 * either (actor/signal.c 7.). */
+		if (parent->link1) {
+			struct ura__sig *ps = ura__sig_of(w, parent);
+			if (!ps || ura__sig_add(ps, URA__S_LINK, ref.id, 0, 0) < 0)
+				return -ENOMEM;
+		} else {
+			parent->link1 = ref.id;
 		}
+		a->link1 = pref.id;
 	}
 	if (opts->monitor) {
+		struct ura__sig *ps = ura__sig_of(w, parent), *cs = ura__sig_of(w, a);
+		if (!ps || !cs)
+			return -ENOMEM;
 		uint64_t id = ps->next_mon + 1;
 		if (ura__sig_add(ps, URA__S_MON, id, 0, ref.id) < 0)
 			return -ENOMEM;
@@ -276,10 +279,11 @@ static void spawn_unwatch(struct ura__actor *parent, struct ura__actor *a, ura_r
 	struct ura__sig *cs = a->x ? a->x->sig : NULL;
 	struct ura__sent *e;
 	if (opts->link) {
-		if (ps && (e = ura__sig_find(ps, URA__S_LINK, ref.id, 0)))
+		if (parent->link1 == ref.id)
+			parent->link1 = 0;
+		else if (ps && (e = ura__sig_find(ps, URA__S_LINK, ref.id, 0)))
 			ura__sig_del(ps, e);
-		if (cs && (e = ura__sig_find(cs, URA__S_LINK, pref.id, 0)))
-			ura__sig_del(cs, e);
+		a->link1 = 0;
 	}
 	if (mon) {
 		if (ps && (e = ura__sig_find(ps, URA__S_MON, mon, 0)))

@@ -84,6 +84,19 @@
  *    struct ura__tomb) until the slot is reused, so a request, monitor or
  *    link that reaches it late is answered with that reason; after the
  *    reuse, with URA_NOPROC.
+ *
+ * 7. The first link is inline. An actor's first active link is held in
+ *    its slot (a->link1, the partner's ref id, sharing the word of the
+ *    free-slot link, which a live actor does not use), further ones and
+ *    every unlinking one in the table. It is an entry of the table in
+ *    all but place: the same owner (the token holder), the same protocol
+ *    (4.: LINK adds it if absent, an exit signal from the partner takes
+ *    it and is acted on, the stop sends it one), and ura_unlink moves it
+ *    into the table, where the unlink's id is kept. A partner is never
+ *    in both places: every add looks in both first. The reason a stop
+ *    carries lives in the turn's ctx (struct ura__why), not the record,
+ *    so a linked pair that exits with a reason makes no side record at
+ *    all: 0 is "none", so a null ref's link stays in the table.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -222,6 +235,15 @@ static void table_clear(struct ura__sig *s)
 	inl_reset(s);
 }
 
+/* ---- the inline link (7.) ------------------------------------------------ */
+
+/* Whether id is the actor's inline link (0, a null ref's id, never is:
+ * link1 == 0 means none). */
+static inline int link1_is(const struct ura__actor *a, uint64_t id)
+{
+	return id && a->link1 == id;
+}
+
 /* ---- the record -------------------------------------------------------- */
 
 struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
@@ -325,7 +347,7 @@ void ura__sig_free(struct ura__worker *w, struct ura__actor *a)
 	a->x->sig = NULL;
 }
 
-int ura__why_set(struct ura__why *y, ura_atom reason, ura_value value)
+int ura__why_set_slow(struct ura__why *y, ura_atom reason, ura_value value)
 {
 	ura_value copy;
 	if (!value.type) { /* most reasons: an atom alone, nothing to copy */
@@ -459,12 +481,18 @@ void ura__sig_dem_flush(ura_system *sys, struct ura__worker *w, struct ura__acto
 void ura__sig_stop_walk(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 			ura_ref self, ura_atom reason, ura_value value)
 {
-	struct ura__sig *s = a->x->sig;
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	unsigned home = ura__home(a);
+	if (a->link1) { /* the inline link (7.) */
+		send_exit(sys, w, home, self, (ura_ref){ a->link1 }, URA__EXIT_LINK, reason, value);
+		a->link1 = 0;
+	}
+	if (!s)
+		return;
 	if (s->dem_n)
 		ura__sig_dem_flush(sys, w, a, self);
 	if (!s->n)
 		return;
-	unsigned home = ura__home(a);
 	for (uint32_t i = 0; i < s->cap; i++) {
 		struct ura__sent *e = &s->tab[i];
 		switch (e->type) {
@@ -593,16 +621,22 @@ int ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
 				ura__sig_del(s, e);
 		return 0;
 	case URA__MK_LINK:
-		s = ura__sig_of(w, a);
-		if (s && ura__sig_find(s, URA__S_LINK, from.id, 0))
+		if (link1_is(a, from.id) || (s && ura__sig_find(s, URA__S_LINK, from.id, 0)))
 			return 0; /* active stays; unlinking stays (4.) */
+		if (!a->link1 && from.id) { /* the first: inline (7.) */
+			a->link1 = from.id;
+			return 0;
+		}
+		s = ura__sig_of(w, a);
 		if (!s || ura__sig_add(s, URA__S_LINK, from.id, 0, 0) < 0)
 			/* Cannot keep it: break it now, as a stop would. */
 			send_exit(sys, w, ura__home(a), self, from, URA__EXIT_LINK, URA_NOMEM,
 				  (ura_value){ 0 });
 		return 0;
 	case URA__MK_UNLINK:
-		if (s && (e = ura__sig_find(s, URA__S_LINK, from.id, 0)) && e->v == 0)
+		if (link1_is(a, from.id)) /* inline: always active (7.) */
+			a->link1 = 0;
+		else if (s && (e = ura__sig_find(s, URA__S_LINK, from.id, 0)) && e->v == 0)
 			ura__sig_del(s, e);
 		send_id(sys, w, ura__home(a), self, from, TAG_UNLINKED, URA__MK_UNLINK_ACK, id);
 		return 0;
@@ -611,7 +645,9 @@ int ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
 			ura__sig_del(s, e);
 		return 0;
 	case URA__MK_EXIT:
-		if (m->req == URA__EXIT_LINK) {
+		if (m->req == URA__EXIT_LINK && link1_is(a, from.id)) {
+			a->link1 = 0; /* inline: active (7.) */
+		} else if (m->req == URA__EXIT_LINK) {
 			if (!s || !(e = ura__sig_find(s, URA__S_LINK, from.id, 0)))
 				return 0; /* unlinked: no effect (the unlink guarantee) */
 			int active = e->v == 0;
@@ -770,23 +806,30 @@ URA_API int ura_link(ura_ctx *cx, ura_ref who)
 	ura_ref self = ura__self_ref(a);
 	if (who.id == self.id)
 		return -EINVAL;
-	struct ura__sig *s = ura__sig_of(w, a);
-	if (!s)
-		return -ENOMEM;
-	struct ura__sent *e = ura__sig_find(s, URA__S_LINK, who.id, 0);
+	if (link1_is(a, who.id))
+		return 0; /* linked already (inline: active, 7.) */
+	struct ura__sig *s = a->x ? a->x->sig : NULL;
+	struct ura__sent *e = s ? ura__sig_find(s, URA__S_LINK, who.id, 0) : NULL;
 	if (e && e->v == 0)
 		return 0; /* linked already */
 	uint64_t was = e ? e->v : 0;
-	if (e)
+	int inl = 0;
+	if (e) {
 		e->v = 0; /* unlinking: active again (4.) */
-	else if (ura__sig_add(s, URA__S_LINK, who.id, 0, 0) < 0)
+	} else if (!a->link1 && who.id) { /* (0 means none: a null ref's link goes below) */
+		a->link1 = who.id; /* the first: inline (7.) */
+		inl = 1;
+	} else if (!(s = ura__sig_of(w, a)) || ura__sig_add(s, URA__S_LINK, who.id, 0, 0) < 0) {
 		return -ENOMEM;
+	}
 	int rc = ura__sig_send(sys, w, ura__home(a), self, who, TAG_LINK, NULL, 0, URA__MK_LINK, 0);
 	if (rc == -ESRCH) /* no such actor: its exit signal now (5.) */
 		rc = send_exit(sys, w, ura__sig_late_home(sys, w, self, ura__home(a)), who, self,
 			       URA__EXIT_LINK, URA_NOPROC, (ura_value){ 0 });
 	if (rc < 0) {
-		if ((e = ura__sig_find(s, URA__S_LINK, who.id, 0))) {
+		if (inl)
+			a->link1 = 0;
+		else if ((e = ura__sig_find(s, URA__S_LINK, who.id, 0))) {
 			if (was)
 				e->v = was;
 			else
@@ -803,7 +846,15 @@ URA_API int ura_unlink(ura_ctx *cx, ura_ref who)
 		return -EINVAL;
 	struct ura__actor *a = cx->a;
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
-	struct ura__sent *e = s ? ura__sig_find(s, URA__S_LINK, who.id, 0) : NULL;
+	struct ura__sent *e;
+	if (link1_is(a, who.id)) {
+		/* The inline link is always active: unlinking moves it into
+		 * the table, which keeps the unlink's id (4., 7.). */
+		if (!(s = ura__sig_of(cx->w, a)) || ura__sig_add(s, URA__S_LINK, who.id, 0, 0) < 0)
+			return -ENOMEM;
+		a->link1 = 0;
+	}
+	e = s ? ura__sig_find(s, URA__S_LINK, who.id, 0) : NULL;
 	if (!e || e->v)
 		return -ENOENT; /* not linked (or unlinking already) */
 	uint64_t u = ++s->next_unlink;

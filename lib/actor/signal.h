@@ -84,8 +84,18 @@ void ura__sig_del(struct ura__sig *s, struct ura__sent *e);
 
 /* A turn's exit reason (struct ura__why, in its ctx): set (value
  * copied; -ENOMEM), cleared (back to normal), read. */
-int ura__why_set(struct ura__why *y, ura_atom reason, ura_value value);
+int ura__why_set_slow(struct ura__why *y, ura_atom reason, ura_value value);
 void ura__why_clear(struct ura__why *y);
+static inline int ura__why_set(struct ura__why *y, ura_atom reason, ura_value value)
+{
+	/* Inline: most reasons are an atom alone, replacing none. */
+	if (value.type || y->set)
+		return ura__why_set_slow(y, reason, value);
+	y->reason = reason;
+	memset(&y->value, 0, sizeof y->value);
+	y->set = 1;
+	return 0;
+}
 static inline void ura__why_get(const struct ura__why *y, ura_atom *reason, ura_value *value)
 {
 	if (y->set) {
@@ -119,13 +129,14 @@ static inline void ura__sig_reason(struct ura__actor *a, ura_atom *reason, ura_v
 void ura__sig_stop_walk(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
 			ura_ref self, ura_atom reason, ura_value value);
 static inline void ura__sig_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a,
-				 ura_ref self, ura_atom reason, ura_value value)
+				 ura_ref self, const struct ura__why *r)
 {
-	/* Inline: most stops have no record, or an empty one (a link's
-	 * survivor, whose exit signal took the entry), and pay no call. */
+	/* Inline: most stops have no link, no record, or an empty one (a
+	 * link's survivor, whose exit signal took the entry), and pay no
+	 * call. */
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
-	if (s && (s->n || s->dem_n))
-		ura__sig_stop_walk(sys, w, a, self, reason, value);
+	if (a->link1 || (s && (s->n || s->dem_n)))
+		ura__sig_stop_walk(sys, w, a, self, r->reason, r->value);
 }
 /* The burial: the exit reason (y's, moved; NULL: the record's, for a
  * zombie) into the slot's tombstone if it is not a plain normal, and the
@@ -150,8 +161,14 @@ static inline int ura__sig_dem_pending(const struct ura__actor *a)
 void ura__tomb_free_value(struct ura__actor *a);
 static inline void ura__tomb_free(struct ura__actor *a)
 {
-	if (a->tomb) /* most slots have none: no call */
-		ura__tomb_free_value(a);
+	/* Most slots have none, and most reasons are an atom alone: no
+	 * call but for a string's or bytes' copy. */
+	if (a->tomb) {
+		const struct ura__tomb *t = (const struct ura__tomb *)(const void *)a->inl;
+		if (t->value.type == URA_T_STR || t->value.type == URA_T_BYTES)
+			ura__tomb_free_value(a);
+		a->tomb = 0;
+	}
 }
 
 /* A signal (kind MONITOR .. DOWN) reached a live actor in a turn: acted

@@ -61,9 +61,16 @@ struct ura__actor {
 	const ura_behavior *beh;     /* actor/ */
 	void *state;                 /* `inl`, or a heap block for big states */
 	struct ura__actor *link;     /* run-queue overflow or inject queue */
-	struct ura__actor *free_link; /* free-slot list (a separate link: a
-	                                 free slot can still be scheduled by
-	                                 a stale send, see ura__actor_turn) */
+	union {
+		/* Free: the free-slot list (a separate link: a free slot
+		 * can still be scheduled by a stale send, see
+		 * ura__actor_turn). */
+		struct ura__actor *free_link;
+		/* Alive: one active link's partner (its ref's id), 0 for
+		 * none (actor/signal.c). Most linked actors have one link,
+		 * and keep it here with no side record. Token holder. */
+		uint64_t link1;
+	};
 	struct ura__actor_x *x;      /* what few actors use; NULL until then */
 };
 

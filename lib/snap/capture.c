@@ -186,9 +186,10 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 		return;
 	}
 	struct ura__sig *sg = x ? x->sig : NULL;
-	if (sg && (sg->n || sg->trap)) {
+	if (a->link1 || (sg && (sg->n || sg->trap))) {
 		unsigned k[5] = { 0 };
-		for (uint32_t i = 0; i < sg->cap; i++)
+		k[URA__S_LINK] = a->link1 != 0; /* the inline link (actor/signal.c 7.) */
+		for (uint32_t i = 0; sg && i < sg->cap; i++)
 			if (sg->tab[i].type >= URA__S_MON && sg->tab[i].type <= URA__S_PROMISE)
 				k[sg->tab[i].type]++;
 		problem(S, buf, rec, id, "actor %s <%u.%u>: has %u monitor(s), %u watcher(s), "
@@ -196,7 +197,7 @@ void ura__snap_capture_actor(struct ura__snap *S, struct ura__sbuf *buf, struct 
 			"promises or trap_exit: restore could not re-create their DOWN and EXIT "
 			"guarantees with the other side)", cname, ura__idx_no(a->idx), gen,
 			k[URA__S_MON], k[URA__S_WATCH], k[URA__S_LINK], k[URA__S_PROMISE],
-			sg->trap ? ", traps exits" : "");
+			sg && sg->trap ? ", traps exits" : "");
 		return;
 	}
 	uint32_t bt = x ? x->bound.type : 0;
