@@ -668,7 +668,9 @@ void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
 	}
 	if (f->status == F_DONE) {
 		/* Back on the worker's stack: the body's can go. */
+		w->turn_ends = 1; /* core/core.h */
 		ura__die(sys, w, a, 1, &f->cx.why);
+		w->turn_ends = 0;
 		if (!ura__mb_mark_idle(&a->mb))
 			ura__schedule_back(w, a); /* dead letters, in a plain turn */
 		return;

@@ -317,7 +317,13 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		if (became)
 			redeliver_stash(&cx);
 		if (ura__unlikely(a->stopping)) {
+			/* Its DOWNs and EXITs wake actors that run right
+			 * after this turn, here: a peer woken to watch them
+			 * would cost their wait a wake (bench/signals' DOWN:
+			 * 7 us at p50 without a spinning peer). */
+			w->turn_ends = 1;
 			ura__die(sys, w, a, 1, &cx.why);
+			w->turn_ends = 0;
 			if (++n >= sys->batch)
 				break;
 			continue;

@@ -121,6 +121,10 @@ struct ura__worker {
 	struct ura__outbox *outbox;    /* per node; NULL with one node */
 	unsigned outbox_dirty;         /* outboxes holding messages */
 	unsigned next_streak;          /* next-slot runs in a row */
+	/* The running turn is a stop's: the actors its signals wake run
+	 * right after it here, and wake no peer to watch them (core/
+	 * sched.c, ura__schedule). */
+	uint8_t turn_ends;
 	/* A peer's next slot this worker watches (core/sched.c, steal_next):
 	 * the peer, its turn count when first seen, since when, and how
 	 * long the watcher sleeps between looks. */

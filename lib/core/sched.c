@@ -200,7 +200,7 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 	if (sys->nworkers > 1 && w->watch_woke != ura__ld(&w->idle_epoch) &&
 	    atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) &&
 	    !atomic_load_explicit(&sys->nspinning, memory_order_relaxed) &&
-	    !atomic_load_explicit(&sys->nwatching, memory_order_relaxed)) {
+	    !atomic_load_explicit(&sys->nwatching, memory_order_relaxed) && !w->turn_ends) {
 		w->watch_woke = ura__ld(&w->idle_epoch);
 		wake_among(sys, w, 0, sys->nworkers, w->id + 1);
 	}
