@@ -471,7 +471,7 @@ static inline struct ura__actor *ura__slot_get(ura_system *sys, uint32_t idx)
 
 /* core/slots.c */
 /* Free slots a worker keeps in its list before it sets a batch aside. */
-#define URA__SLOT_BATCH 256u
+#define URA__SLOT_BATCH 1024u
 /* Out of line: the rare paths of the inline calls below. */
 struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w);
 void ura__slot_free_ext(ura_system *sys, struct ura__actor *a);
