@@ -67,8 +67,9 @@ static uint32_t reserve(ura_system *sys, uint32_t n)
  * and reserves fresh indices only when every depot is empty: the slots
  * in use plus at most two batches a worker and a depot's worth of them
  * (what the stops beyond the spawns left), never the slots ever made.
- * A lock per node, taken once per batch (URA__SLOT_BATCH spawns or stops). Which
- * node's memory a slot is on is not tracked (kernel-notes/numa.md).
+ * A lock per node, taken once per batch (URA__SLOT_BATCH spawns or
+ * stops). Which node's memory a slot is on is not tracked
+ * (kernel-notes/numa.md).
  */
 static int depot_push(struct ura__node *nd, struct ura__actor *head, uint32_t n)
 {
@@ -97,11 +98,22 @@ static int depot_take(struct ura__node *nd, struct ura__slot_batch *out)
 		return 0;
 	pthread_mutex_lock(&nd->depot_lock);
 	uint32_t k = atomic_load_explicit(&nd->depot_n, memory_order_relaxed);
-	if (k)
+	if (k) {
 		*out = nd->depot[k - 1];
-	atomic_store_explicit(&nd->depot_n, k ? k - 1 : 0, memory_order_relaxed);
+		atomic_store_explicit(&nd->depot_n, k - 1, memory_order_relaxed);
+	}
 	pthread_mutex_unlock(&nd->depot_lock);
 	return k != 0;
+}
+
+/* A batch from the depot of node `first`, else of the next ones in turn;
+ * 0 if every depot is empty. */
+static int depot_take_any(ura_system *sys, unsigned first, struct ura__slot_batch *out)
+{
+	for (unsigned i = 0; i < sys->nnodes; i++)
+		if (depot_take(&sys->nodes[(first + i) % sys->nnodes], out))
+			return 1;
+	return 0;
 }
 
 void ura__slot_depot_init(struct ura__node *nd)
@@ -139,13 +151,8 @@ static int refill(ura_system *sys, struct ura__worker *w)
 		b = (struct ura__slot_batch){ w->free_spare, w->spare_n };
 		w->free_spare = NULL;
 		w->spare_n = 0;
-	} else {
-		unsigned i;
-		for (i = 0; i < sys->nnodes; i++)
-			if (depot_take(&sys->nodes[(w->node + i) % sys->nnodes], &b))
-				break;
-		if (i == sys->nnodes)
-			return 0;
+	} else if (!depot_take_any(sys, w->node, &b)) {
+		return 0;
 	}
 	w->free_slots = b.head;
 	w->free_n = b.n;
@@ -182,10 +189,9 @@ struct ura__actor *ura__slot_take_slow(ura_system *sys, struct ura__worker *w)
 			/* Spawns from outside that stop on the workers leave
 			 * their slots there: take a batch of them back. */
 			pthread_mutex_unlock(&sys->slot_lock);
-			for (unsigned i = 0; i < sys->nnodes && !depot_take(&sys->nodes[i], &b); i++)
-				;
+			int got = depot_take_any(sys, 0, &b);
 			pthread_mutex_lock(&sys->slot_lock);
-			if (b.head) {
+			if (got) {
 				struct ura__actor *t = b.head;
 				while (t->free_link) /* once a batch */
 					t = t->free_link;
