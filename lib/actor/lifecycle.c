@@ -521,7 +521,7 @@ uint64_t ura__actor_reclaim(ura_system *sys, struct ura__actor *a)
 			x->sig = NULL;
 			if (s->tab != s->inl)
 				free(s->tab);
-			if (s->value.type == URA_T_STR || s->value.type == URA_T_BYTES)
+			if (ura__value_owns(s->value))
 				free(s->value.u.ptr);
 			if (!ura__sig_in_x(x, s))
 				ura__arena_drop(&sys->arena, s, 0);

@@ -279,15 +279,9 @@ struct ura__sig *ura__sig_of(struct ura__worker *w, struct ura__actor *a)
 	return s;
 }
 
-/* Whether a reason's value (or its copy) has a heap part. */
-static inline int value_owns(ura_value v)
-{
-	return v.type == URA_T_STR || v.type == URA_T_BYTES;
-}
-
 static void value_free(ura_value *v)
 {
-	if (value_owns(*v))
+	if (ura__value_owns(*v))
 		free(v->u.ptr);
 	memset(v, 0, sizeof *v);
 }
@@ -355,7 +349,7 @@ int ura__why_set_slow(struct ura__why *y, ura_atom reason, ura_value value)
 	} else if (value_copy(&copy, value) < 0) {
 		return -ENOMEM;
 	}
-	if (y->set && value_owns(y->value)) /* the old one's heap part */
+	if (y->set && ura__value_owns(y->value)) /* the old one's heap part */
 		free(y->value.u.ptr);
 	y->reason = reason;
 	y->value = copy;

@@ -82,6 +82,12 @@ struct ura__sent *ura__sig_find(struct ura__sig *s, uint32_t type, uint64_t k1, 
 int ura__sig_add(struct ura__sig *s, uint32_t type, uint64_t k1, uint64_t k2, uint64_t v);
 void ura__sig_del(struct ura__sig *s, struct ura__sent *e);
 
+/* Whether a reason's value (or its copy) has a heap part. */
+static inline int ura__value_owns(ura_value v)
+{
+	return v.type == URA_T_STR || v.type == URA_T_BYTES;
+}
+
 /* A turn's exit reason (struct ura__why, in its ctx): set (value
  * copied; -ENOMEM), cleared (back to normal), read. */
 int ura__why_set_slow(struct ura__why *y, ura_atom reason, ura_value value);
@@ -165,7 +171,7 @@ static inline void ura__tomb_free(struct ura__actor *a)
 	 * call but for a string's or bytes' copy. */
 	if (a->tomb) {
 		const struct ura__tomb *t = (const struct ura__tomb *)(const void *)a->inl;
-		if (t->value.type == URA_T_STR || t->value.type == URA_T_BYTES)
+		if (ura__value_owns(t->value))
 			ura__tomb_free_value(a);
 		a->tomb = 0;
 	}
