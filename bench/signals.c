@@ -15,7 +15,7 @@
  *           told to stop): pairs per second each, and the ratio; and the
  *           same with Erlang's spawn_link (b's init spawns a with .link,
  *           a exits in its init), one message a pair like the unlinked.
- * Usage: signals [mon_n] [down_rounds] [pairs] [only]
+ * Usage: signals [mon_n] [down_rounds] [pairs] [only [reps]]
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -176,8 +176,10 @@ int main(int argc, char **argv)
 		long only = (long)b_arg(argc, argv, 4, 1);
 		if (only > 3)
 			b_fail("usage: signals mon_n rounds pairs [only: 1 2 3]");
-		printf("pairs: kind %ld %.0f/s (n=%ld)\n", only,
-		       pairs_rate(sys, (int)only - 1, pairs), pairs);
+		long reps = (long)b_arg(argc, argv, 5, 1);
+		for (long r = 0; r < reps; r++)
+			printf("pairs: kind %ld %.0f/s (n=%ld)\n", only,
+			       pairs_rate(sys, (int)only - 1, pairs), pairs);
 		B_CHECK(ura_system_destroy(sys));
 		return 0;
 	}
