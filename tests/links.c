@@ -6,7 +6,12 @@
  * with URA_KILL stops even a trapping actor (reason killed); unlink
  * before the partner's exit spares the actor; spawn_link; linking to
  * oneself (-EINVAL) and to actors that do not exist (noproc); the EXIT
- * after every message of the partner.
+ * after every message of the partner. A trapped EXIT in its documented
+ * form wherever it is taken: matched by signature ("ra", "ras"), kept in
+ * the stash and offered again after a become, and received by a
+ * context-switching body (kept, then taken; and taken at once). An exit
+ * signal travels without its `who` (actor/signal.h): these fail if the
+ * expansion loses the sender, the reason or a string value's bytes.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -401,6 +406,172 @@ static void test_order(void)
 	t_destroy(sys);
 }
 
+/* ---- a trapped EXIT's documented form, in every place it is taken ---- */
+
+#define A_QUIT URA_ATOM("quit")
+#define A_OPEN URA_ATOM("open")
+#define A_GO URA_ATOM("go")
+static void on_quit(ura_ctx *cx, const ura_msg *m)
+{
+	const char *s = ura_arg_str(m, 1);
+	ura_exit(cx, ura_arg_atom(m, 0), s ? ura_v_str(s) : URA_NOVALUE);
+}
+URA_BEHAVIOR(quitter_beh, URA_ON(A_QUIT, "as", on_quit), URA_ON(A_QUIT, "a", on_quit));
+static const ura_class quitter_class = { .name = "quitter", .initial = &quitter_beh };
+
+/* What the trapper saw: by which case, who, the reason, the string. */
+static struct tform {
+	int how; /* 1: "ra", 2: "ras", 3: the stash after a become, 4/5: a body */
+	ura_ref who;
+	ura_atom reason;
+	char str[16];
+	size_t len;
+	int n;
+} g_tf[8];
+/* A string past the pools' biggest class (2 KiB): its EXIT block comes
+ * from malloc, so LSan (the ASan build) sees one that is never freed. */
+static char g_big[3000];
+static _Atomic int g_ntf;
+static void tf_note(int how, const ura_msg *m, ura_ref who, ura_atom reason, const char *s)
+{
+	int i = atomic_fetch_add(&g_ntf, 1);
+	if (i >= 8)
+		return;
+	g_tf[i].how = how;
+	g_tf[i].who = who;
+	g_tf[i].reason = reason;
+	snprintf(g_tf[i].str, sizeof g_tf[i].str, "%s", s ? s : "");
+	g_tf[i].len = s ? strlen(s) : 0;
+	g_tf[i].n = (int)ura_msg_count(m);
+}
+static void on_ra(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	tf_note(1, m, ura_arg_ref(m, 0), ura_arg_atom(m, 1), NULL);
+}
+static void on_ras(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	tf_note(2, m, ura_arg_ref(m, 0), ura_arg_atom(m, 1), ura_arg_str(m, 2));
+}
+static void on_stashed(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	tf_note(3, m, ura_exit_who(m), ura_exit_reason(m), ura_exit_value(m).u.str);
+}
+static void t_link(ura_ctx *cx, const ura_msg *m)
+{
+	ura_trap_exit(cx, 1);
+	atomic_store(&g_rc[0], ura_link(cx, ura_arg_ref(m, 0)));
+}
+URA_BEHAVIOR(opened_beh, URA_ON(URA_EXIT, "ras", on_stashed));
+static void t_open(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	ura_become(cx, &opened_beh);
+}
+URA_BEHAVIOR(sig_trapper_beh, URA_ON(A_LINK, "r", t_link), URA_ON(URA_EXIT, "ra", on_ra),
+	     URA_ON(URA_EXIT, "ras", on_ras));
+URA_BEHAVIOR_OPTS(closed_beh, (.unmatched = URA_UNMATCHED_STASH), URA_ON(A_LINK, "r", t_link),
+		  URA_ON(A_OPEN, "", t_open));
+static const ura_class sig_trapper_class = { .name = "sig_trapper", .initial = &sig_trapper_beh };
+static const ura_class closed_class = { .name = "closed", .initial = &closed_beh };
+
+/* A body: traps, links a quitter that exits before it looks (the EXIT is
+ * kept while it waits for GO), then takes that EXIT from the stash, then
+ * a second one as it arrives. */
+static void body_exit(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	tf_note(g_ntf < 1 ? 4 : 5, m, ura_arg_ref(m, 0), ura_arg_atom(m, 1), ura_arg_str(m, 2));
+}
+static void body_go(ura_ctx *cx, const ura_msg *m) { (void)cx; (void)m; }
+URA_BEHAVIOR(body_exit_beh, URA_ON(URA_EXIT, "ras", body_exit));
+URA_BEHAVIOR(body_go_beh, URA_ON(A_GO, "", body_go));
+static ura_ref g_q[2];
+static void trap_body(ura_ctx *cx, void *st)
+{
+	(void)st;
+	ura_trap_exit(cx, 1);
+	for (int k = 0; k < 2; k++) {
+		if (ura_spawn_ex(cx, &quitter_class, NULL, &(ura_spawn_opts){ .link = 1 }, &g_q[k]) < 0)
+			return;
+		ura_send(cx, g_q[k], A_QUIT, A_CRASH, g_big + k);
+		if (k == 0) /* GO comes once the EXIT is here: it is kept meanwhile */
+			atomic_store(&g_rc[1], ura_receive(cx, &body_go_beh, URA_FOREVER));
+		atomic_store(&g_rc[2 + k], ura_receive(cx, &body_exit_beh, URA_FOREVER));
+	}
+}
+static const ura_class trap_body_class = { .name = "trap_body", .body = trap_body };
+
+static void test_trap_forms(void)
+{
+	ura_system *sys = t_system(2);
+	atomic_store(&g_ntf, 0);
+	reset();
+	memset(g_big, 'x', sizeof g_big - 1);
+	memcpy(g_big, "kfirst", 6); /* g_big + 1: "first...", + 0: "kfirst..." */
+	ura_ref t, q1, q2;
+	t_must(ura_spawn(sys, &sig_trapper_class, NULL, &t));
+	t_must(ura_spawn(sys, &quitter_class, NULL, &q1));
+	t_must(ura_spawn(sys, &quitter_class, NULL, &q2));
+	t_must(ura_send(sys, t, A_LINK, q1));
+	t_must(ura_send(sys, t, A_LINK, q2));
+	settle(sys);
+	t_must(ura_send(sys, q1, A_QUIT, A_CRASH));
+	settle(sys);
+	t_must(ura_send(sys, q2, A_QUIT, A_OTHER, "bytes"));
+	settle(sys);
+	t_eq(atomic_load(&g_ntf), 2, "two trapped EXITs");
+	t_eq(g_tf[0].how, 1, "a reason alone matches \"ra\"");
+	t_eq(g_tf[0].who.id, q1.id, "who: the partner");
+	t_eq(g_tf[0].reason, A_CRASH, "its reason");
+	t_eq(g_tf[1].how, 2, "a reason and a string match \"ras\"");
+	t_eq(g_tf[1].who.id, q2.id, "who: the second partner");
+	t_eq(g_tf[1].reason, A_OTHER, "its reason");
+	t_streq(g_tf[1].str, "bytes", "and the string's bytes");
+
+	/* Unmatched: into the stash, offered again after a become. */
+	atomic_store(&g_ntf, 0);
+	ura_ref c, q3;
+	t_must(ura_spawn(sys, &closed_class, NULL, &c));
+	t_must(ura_spawn(sys, &quitter_class, NULL, &q3));
+	t_must(ura_send(sys, c, A_LINK, q3));
+	settle(sys);
+	t_must(ura_send(sys, q3, A_QUIT, A_CRASH, g_big));
+	settle(sys);
+	t_eq(atomic_load(&g_ntf), 0, "a trapped EXIT no case takes waits in the stash");
+	t_must(ura_send(sys, c, A_OPEN));
+	settle(sys);
+	t_eq(atomic_load(&g_ntf), 1, "and is taken after the become");
+	t_eq(g_tf[0].how, 3, "by the new behavior's \"ras\"");
+	t_eq(g_tf[0].who.id, q3.id, "who: the partner");
+	t_eq(g_tf[0].reason, A_CRASH, "its reason");
+	t_ok(!strncmp(g_tf[0].str, "kfirst", 6) && g_tf[0].len == sizeof g_big - 1,
+	     "and its %zu-byte string, after the signal's block went", g_tf[0].len);
+
+	/* A context-switching body. */
+	atomic_store(&g_ntf, 0);
+	ura_ref b;
+	t_must(ura_spawn(sys, &trap_body_class, NULL, &b));
+	settle(sys);
+	t_eq(atomic_load(&g_ntf), 0, "a body waiting for GO keeps the EXIT");
+	t_must(ura_send(sys, b, A_GO));
+	settle(sys);
+	t_rc(atomic_load(&g_rc[1]), 0, "the body's receive of GO");
+	t_rc(atomic_load(&g_rc[2]), 0, "its receive of the kept EXIT");
+	t_rc(atomic_load(&g_rc[3]), 0, "its receive of an EXIT as it comes");
+	t_eq(atomic_load(&g_ntf), 2, "two EXITs taken by the body");
+	t_eq(g_tf[0].who.id, g_q[0].id, "the kept one: who");
+	t_ok(!strncmp(g_tf[0].str, "kfirst", 6) && g_tf[0].len == sizeof g_big - 1,
+	     "its string");
+	t_eq(g_tf[1].who.id, g_q[1].id, "the second: who");
+	t_eq(g_tf[1].reason, A_CRASH, "its reason");
+	t_ok(!strncmp(g_tf[1].str, "first", 5) && g_tf[1].len == sizeof g_big - 2,
+	     "its string");
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	test_cascade(1);
@@ -411,5 +582,6 @@ int main(void)
 	test_bad();
 	test_spawn_link();
 	test_order();
+	test_trap_forms();
 	return t_done();
 }

@@ -76,6 +76,10 @@ struct ura__fiber {
 	/* The last message taken and kept (it is still the mailbox's tail,
 	 * so not in the stash yet: the next pop retires it there). */
 	struct ura_msg *kept;
+	/* The message next_msg returned last when it is not a mailbox node
+	 * (a trapped EXIT, actor/signal.h): take() frees it after its case,
+	 * or stashes it at once, since no pop will retire it. */
+	struct ura_msg *detached;
 #ifdef URA__ASAN
 	void *asan_fake;
 	const void *ret_lo;       /* the worker's stack, for switching back */
@@ -796,10 +800,19 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 			}
 			f->busy--;
 			break;
-		default:
-			if (ura__sig_recv(&f->cx, m))
-				return m; /* a DOWN, or a trapped EXIT: for a case */
+		default: {
+			/* A DOWN, or a trapped EXIT: for a case. The EXIT
+			 * comes in its own block (actor/signal.h), which the
+			 * taker owns: see f->detached. */
+			struct ura_msg *d = ura__sig_recv(&f->cx, m);
+			if (d != m && d) {
+				f->detached = d;
+				f->cx.m = d;
+			}
+			if (d)
+				return d;
 			break;
+		}
 		}
 		if (a->stopping)
 			fiber_exit(f);
@@ -917,16 +930,22 @@ static inline __attribute__((always_inline)) int take(struct ura__fiber *f, stru
 			}
 			continue; /* an earlier receive's, which lost its race */
 		}
+		int detached = m == f->detached;
+		f->detached = NULL;
 		if (wanted(f, wt, m)) {
 			if (armed && x->rt) {
 				ura__timer_cancel(f->cx.w->sys, f->cx.w, x->rt);
 				x->rt = 0;
 			}
+			*unlinked = detached; /* the caller frees it */
 			*out = m;
 			return 1;
 		}
 		m->flags |= URA__MF_STASH;
-		f->kept = m;
+		if (detached)
+			retire(f, m); /* after the kept one, which its pop retired */
+		else
+			f->kept = m;
 	}
 }
 

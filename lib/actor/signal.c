@@ -444,9 +444,8 @@ static int send_down(ura_system *sys, struct ura__worker *w, unsigned home, ura_
 static int send_exit(ura_system *sys, struct ura__worker *w, unsigned home, ura_ref who,
 		     ura_ref to, uint32_t via, ura_atom reason, ura_value value)
 {
-	ura_value v[3];
-	v[0] = ura_v_ref(who);
-	unsigned n = 1 + ura__reason_vals(v + 1, reason, value);
+	ura_value v[2]; /* who is the sender: expanded for a trapper (exit_trapped) */
+	unsigned n = ura__reason_vals(v, reason, value);
 	return ura__sig_send(sys, w, home, who, to, URA_EXIT, v, n, URA__MK_EXIT, via);
 }
 
@@ -558,41 +557,66 @@ void ura__sig_bury_slow(struct ura__worker *w, struct ura__actor *a, struct ura_
 
 /* ---- signals received --------------------------------------------------- */
 
-static int exit_signal(ura_ctx *cx, struct ura_msg *m)
+/* A trapped exit signal as its documented message, URA_EXIT(who, reason
+ * [, value]), from w's pool; the value's bytes are copied, so m may go.
+ * Without memory for it, m itself, as it came (reason[, value]): the
+ * readers (ura_exit_who, _reason, _value) take both forms, a case of
+ * signature "ra" misses it, and nothing is lost. */
+static struct ura_msg *exit_trapped(ura_ctx *cx, struct ura_msg *m)
+{
+	ura_value v[3];
+	v[0] = ura_v_ref(m->from);
+	unsigned n = 1;
+	for (unsigned i = 0; i < m->n && i < 2; i++)
+		v[n++] = m->vals[i];
+	long size = ura__msg_size(v, n);
+	struct ura_msg *d = size > 0 ? ura__msg_alloc(&cx->w->pool, (size_t)size) : NULL;
+	if (!d) {
+		d = m;
+	} else {
+		ura__msg_fill(d, URA_EXIT, m->from, v, n);
+		d->to_gen = m->to_gen;
+		d->to_idx = m->to_idx;
+		d->flags = m->flags & (uint8_t)~URA__MF_STASH;
+	}
+	d->kind = URA__MK_PLAIN;
+	d->req = 1; /* a runtime EXIT (ura_demonitor's stash check) */
+	return d;
+}
+
+static struct ura_msg *exit_signal(ura_ctx *cx, struct ura_msg *m)
 {
 	struct ura__actor *a = cx->a;
-	ura_atom reason = m->n > 1 && m->vals[1].type == URA_T_ATOM ? m->vals[1].u.atom : URA_NORMAL;
+	/* (reason[, value]): the sender is m->from (send_exit). */
+	ura_atom reason = m->n && m->vals[0].type == URA_T_ATOM ? m->vals[0].u.atom : URA_NORMAL;
 	ura_value value;
 	memset(&value, 0, sizeof value);
-	if (m->n > 2)
-		value = m->vals[2];
+	if (m->n > 1)
+		value = m->vals[1];
 	struct ura__sig *s = a->x ? a->x->sig : NULL;
 	if (m->req == URA__EXIT_KILL && reason == URA_KILL) {
 		(void)ura__why_set(&cx->why, URA_KILLED, (ura_value){ 0 }); /* copies nothing */
 		a->stopping = 1;
-		return 0;
+		return NULL;
 	}
-	if (s && s->trap) {
-		m->kind = URA__MK_PLAIN;
-		m->req = 1; /* a runtime EXIT (ura_demonitor's stash check) */
-		return 1;
-	}
+	if (s && s->trap)
+		return exit_trapped(cx, m);
 	if (reason == URA_NORMAL) {
 		/* Erlang's exit(self(), normal) stops the caller. */
 		if (m->req == URA__EXIT_KILL && m->from.id == ura__self_ref(a).id) {
 			ura__why_clear(&cx->why);
 			a->stopping = 1;
 		}
-		return 0;
+		return NULL;
 	}
 	/* Without memory for the value's copy, the reason alone. */
 	if (ura__why_set(&cx->why, reason, value) < 0)
 		(void)ura__why_set(&cx->why, reason, (ura_value){ 0 });
 	a->stopping = 1;
-	return 0;
+	return NULL;
 }
 
-int ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
+struct ura_msg *ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
 {
 	ura_system *sys = cx->sys;
 	struct ura__worker *w = cx->w;
@@ -607,58 +631,58 @@ int ura__sig_recv(ura_ctx *cx, struct ura_msg *m)
 		if (!s || ura__sig_add(s, URA__S_WATCH, from.id, id, 0) < 0)
 			/* Cannot keep it: fire now rather than never. */
 			send_down(sys, w, ura__home(a), self, from, id, URA_NOMEM, (ura_value){ 0 });
-		return 0;
+		return NULL;
 	case URA__MK_DEMONITOR: /* one or more ids (3.) */
 		for (unsigned i = 0; s && i < m->n; i++)
 			if (m->vals[i].type == URA_T_I64 &&
 			    (e = ura__sig_find(s, URA__S_WATCH, from.id, (uint64_t)m->vals[i].u.i64)))
 				ura__sig_del(s, e);
-		return 0;
+		return NULL;
 	case URA__MK_LINK:
 		if (link1_is(a, from.id) || (s && ura__sig_find(s, URA__S_LINK, from.id, 0)))
-			return 0; /* active stays; unlinking stays (4.) */
+			return NULL; /* active stays; unlinking stays (4.) */
 		if (!a->link1 && from.id) { /* the first: inline (7.) */
 			a->link1 = from.id;
-			return 0;
+			return NULL;
 		}
 		s = ura__sig_of(w, a);
 		if (!s || ura__sig_add(s, URA__S_LINK, from.id, 0, 0) < 0)
 			/* Cannot keep it: break it now, as a stop would. */
 			send_exit(sys, w, ura__home(a), self, from, URA__EXIT_LINK, URA_NOMEM,
 				  (ura_value){ 0 });
-		return 0;
+		return NULL;
 	case URA__MK_UNLINK:
 		if (link1_is(a, from.id)) /* inline: always active (7.) */
 			a->link1 = 0;
 		else if (s && (e = ura__sig_find(s, URA__S_LINK, from.id, 0)) && e->v == 0)
 			ura__sig_del(s, e);
 		send_id(sys, w, ura__home(a), self, from, TAG_UNLINKED, URA__MK_UNLINK_ACK, id);
-		return 0;
+		return NULL;
 	case URA__MK_UNLINK_ACK:
 		if (s && (e = ura__sig_find(s, URA__S_LINK, from.id, 0)) && e->v == id)
 			ura__sig_del(s, e);
-		return 0;
+		return NULL;
 	case URA__MK_EXIT:
 		if (m->req == URA__EXIT_LINK && link1_is(a, from.id)) {
 			a->link1 = 0; /* inline: active (7.) */
 		} else if (m->req == URA__EXIT_LINK) {
 			if (!s || !(e = ura__sig_find(s, URA__S_LINK, from.id, 0)))
-				return 0; /* unlinked: no effect (the unlink guarantee) */
+				return NULL; /* unlinked: no effect (the unlink guarantee) */
 			int active = e->v == 0;
 			ura__sig_del(s, e);
 			if (!active)
-				return 0;
+				return NULL;
 		}
 		return exit_signal(cx, m);
 	case URA__MK_DOWN:
 		if (!s || !(e = ura__sig_find(s, URA__S_MON, id, 0)))
-			return 0; /* demonitored: dropped (3.) */
+			return NULL; /* demonitored: dropped (3.) */
 		ura__sig_del(s, e);
 		m->kind = URA__MK_PLAIN;
 		m->req = 1; /* a runtime DOWN (ura_demonitor's stash check) */
-		return 1;
+		return m;
 	default:
-		return 0;
+		return NULL;
 	}
 }
 
@@ -910,9 +934,8 @@ static int kill_send(ura_system *sys, struct ura__worker *w, unsigned home, ura_
 {
 	if (!ura_atom_valid(reason) || !value_ok(value))
 		return -EINVAL;
-	ura_value v[3];
-	v[0] = ura_v_ref(from);
-	unsigned n = 1 + ura__reason_vals(v + 1, reason, value);
+	ura_value v[2]; /* as send_exit's: who is the sender */
+	unsigned n = ura__reason_vals(v, reason, value);
 	return ura__send_msg(sys, w, home, from, to, URA_EXIT, v, n, URA__MK_EXIT, URA__EXIT_KILL);
 }
 
@@ -938,7 +961,12 @@ static int reason_at(const ura_msg *m)
 {
 	if (!m)
 		return -1;
-	int i = m->tag == URA_DOWN ? 2 : m->tag == URA_EXIT ? 1 : m->tag == URA_ERROR ? 0 : -1;
+	/* An EXIT without its `who` is the signal as it travels, delivered
+	 * so only when there was no memory for its expansion (exit_trapped). */
+	int i = m->tag == URA_DOWN		       ? 2
+		: m->tag == URA_EXIT		       ? (m->n && m->vals[0].type == URA_T_REF)
+		: m->tag == URA_ERROR		       ? 0
+						       : -1;
 	return i >= 0 && i < m->n && m->vals[i].type == URA_T_ATOM ? i : -1;
 }
 
@@ -961,6 +989,8 @@ URA_API ura_value ura_exit_value(const ura_msg *m)
 URA_API ura_ref ura_exit_who(const ura_msg *m)
 {
 	int i = reason_at(m);
+	if (i == 0 && m->tag == URA_EXIT)
+		return m->from; /* the signal's own form (exit_trapped) */
 	if (i < 1 || m->vals[i - 1].type != URA_T_REF)
 		return URA_NOREF;
 	return m->vals[i - 1].u.ref;

@@ -178,9 +178,15 @@ static inline void ura__tomb_free(struct ura__actor *a)
 }
 
 /* A signal (kind MONITOR .. DOWN) reached a live actor in a turn: acted
- * on here (0), or to be matched by the behavior as a message (1: a DOWN
- * of a monitor still held, a trapped EXIT; m->kind is PLAIN then). */
-int ura__sig_recv(ura_ctx *cx, struct ura_msg *m);
+ * on here (NULL), or a message for the behavior to match: m itself (a
+ * DOWN of a monitor still held; m->kind is PLAIN then), or, for a
+ * trapped EXIT, a new PLAIN message of w's pool in the documented form
+ * URA_EXIT(who, reason[, value]), which the caller owns (frees or
+ * stashes once matched) while m stays the mailbox's node. An exit signal
+ * travels without `who` (its sender: m->from), so the common one, a
+ * reason without a value, is a 64-byte block; only an actor that traps
+ * pays for the longer form (bench/README.md, 2026-12-04). */
+struct ura_msg *ura__sig_recv(ura_ctx *cx, struct ura_msg *m);
 /* A message reached an incarnation that had stopped (a dead letter):
  * answers what expects an answer (a request, a monitor, a link, an
  * unlink) with the stopped one's exit reason. Token holder, on a worker. */

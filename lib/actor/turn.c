@@ -125,10 +125,23 @@ static __attribute__((noinline)) int deliver_kind(struct ura_ctx *cx, struct ura
 		if (cx->sys->trace_unmatched)
 			trace_unmatched(cx, m, "answer to no pending request dropped");
 		return 0;
-	default:
+	default: {
 		/* Links, monitors, exit signals (actor/signal.c): acted on
 		 * there, or a DOWN or trapped EXIT for the behavior. */
-		return ura__sig_recv(cx, m) ? dispatch(cx, m) : 0;
+		struct ura_msg *d = ura__sig_recv(cx, m);
+		if (!d)
+			return 0;
+		if (d == m)
+			return dispatch(cx, m);
+		/* A trapped EXIT in its own block, not a mailbox node:
+		 * retired now, into the stash if the behavior kept it (after
+		 * what was kept before it, which its pop retired). */
+		cx->m = d;
+		int matched = dispatch(cx, d);
+		cx->m = m;
+		retire(cx->w, a, d);
+		return matched;
+	}
 	}
 }
 

@@ -24,8 +24,9 @@ enum {
 	URA__MK_LINK = 9,     /* no values */
 	URA__MK_UNLINK = 10,  /* (i64 unlink id) */
 	URA__MK_UNLINK_ACK = 11, /* (i64 unlink id) */
-	URA__MK_EXIT = 12,    /* an exit signal: URA_EXIT(ref from, atom reason[, v]);
-	                         req: URA__EXIT_LINK or URA__EXIT_KILL */
+	URA__MK_EXIT = 12,    /* an exit signal: URA_EXIT(atom reason[, v]) from m->from
+	                         (a trapper gets the documented form: actor/signal.c,
+	                         exit_trapped); req: URA__EXIT_LINK or URA__EXIT_KILL */
 	URA__MK_DOWN = 13,    /* URA_DOWN(i64 mon, ref who, atom reason[, v]) */
 };
 
