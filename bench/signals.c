@@ -8,7 +8,12 @@
  *           watcher's DOWN handler (p50, p99). The watcher is idle, so
  *           it runs where the DOWN wakes it: on the target's worker, or,
  *           under URA_TOPOLOGY=2x1 (target on node 1, watcher on node
- *           0), on the other node's worker, which the DOWN must wake;
+ *           0), on the other node's worker, which the DOWN must wake.
+ *           Twice: rounds driven by the main thread (each awaits
+ *           quiescence, so the workers sleep between rounds, and the
+ *           main thread shares the 2 CPUs with them), then rounds the
+ *           watcher drives itself (it spawns the next monitored target
+ *           on worker 1 from its DOWN handler: only the workers run);
  *   pairs   spawn + link + exit of N linked pairs (a links b and exits
  *           with a reason in its init; b stops on the exit signal) against
  *           spawn + stop of N unlinked pairs (a stops in its init; b is
@@ -77,10 +82,47 @@ URA_BEHAVIOR(watcher_beh, URA_ON(A_GO, "ri", w_mon), URA_ON(A_WATCH, "r", w_watc
 	     URA_ON_ANY(URA_DOWN, w_down));
 static const ura_class watcher_class = { .name = "watcher", .initial = &watcher_beh };
 
+/* The self-driven rounds: the next target from the DOWN's handler. */
+static long g_chase_left;
+static void c_next(ura_ctx *cx)
+{
+	if (g_chase_left-- <= 0)
+		return;
+	ura_ref t;
+	ura_mon id;
+	B_CHECK(ura_spawn_ex(cx, &target_class, NULL,
+			     &(ura_spawn_opts){ .worker = URA_WORKER(1), .monitor = &id }, &t));
+	B_CHECK(ura_send(cx, t, A_GO));
+}
+static void c_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	c_next(cx);
+}
+static void c_down(ura_ctx *cx, const ura_msg *m)
+{
+	w_down(cx, m);
+	c_next(cx);
+}
+URA_BEHAVIOR(chaser_beh, URA_ON(A_GO, "", c_go), URA_ON_ANY(URA_DOWN, c_down));
+static const ura_class chaser_class = { .name = "chaser", .initial = &chaser_beh };
+
 static int cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return x < y ? -1 : x > y;
+}
+
+static void print_lat(const char *what)
+{
+	long nl = atomic_load(&g_nlat);
+	if (nl > 100000)
+		nl = 100000;
+	qsort(g_lat, (size_t)nl, sizeof *g_lat, cmp);
+	if (nl)
+		printf("down: DOWN latency %s p50 %.1f us, p99 %.1f us, max %.1f us "
+		       "(rounds=%ld)\n", what, g_lat[nl / 2] / 1e3, g_lat[nl * 99 / 100] / 1e3,
+		       g_lat[nl - 1] / 1e3, nl);
 }
 
 /* ---- pairs ---- */
@@ -213,14 +255,15 @@ int main(int argc, char **argv)
 		B_CHECK(ura_send(sys, t, A_GO));
 		B_CHECK(ura_system_await(sys));
 	}
-	long nl = atomic_load(&g_nlat);
-	if (nl > 100000)
-		nl = 100000;
-	qsort(g_lat, (size_t)nl, sizeof *g_lat, cmp);
-	if (nl)
-		printf("down: DOWN latency to an idle watcher p50 %.1f us, p99 %.1f us, max %.1f us "
-		       "(rounds=%ld)\n", g_lat[nl / 2] / 1e3, g_lat[nl * 99 / 100] / 1e3,
-		       g_lat[nl - 1] / 1e3, nl);
+	print_lat("to an idle watcher, rounds from main");
+	ura_ref c;
+	B_CHECK(ura_spawn_ex(sys, &chaser_class, NULL, &(ura_spawn_opts){ .worker = URA_WORKER(0) },
+			     &c));
+	atomic_store(&g_nlat, 0);
+	g_chase_left = rounds;
+	B_CHECK(ura_send(sys, c, A_GO));
+	B_CHECK(ura_system_await(sys));
+	print_lat("to an idle watcher, rounds it drives");
 
 	double r0 = pairs_rate(sys, 0, pairs), r1 = pairs_rate(sys, 1, pairs);
 	double r2 = pairs_rate(sys, 2, pairs);
