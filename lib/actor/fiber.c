@@ -805,13 +805,13 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 			 * comes in its own block (actor/signal.h), which the
 			 * taker owns: see f->detached. */
 			struct ura_msg *d = ura__sig_recv(&f->cx, m);
-			if (d != m && d) {
+			if (!d)
+				break;
+			if (d != m) {
 				f->detached = d;
 				f->cx.m = d;
 			}
-			if (d)
-				return d;
-			break;
+			return d;
 		}
 		}
 		if (a->stopping)

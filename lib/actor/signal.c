@@ -961,12 +961,16 @@ static int reason_at(const ura_msg *m)
 {
 	if (!m)
 		return -1;
-	/* An EXIT without its `who` is the signal as it travels, delivered
-	 * so only when there was no memory for its expansion (exit_trapped). */
-	int i = m->tag == URA_DOWN		       ? 2
-		: m->tag == URA_EXIT		       ? (m->n && m->vals[0].type == URA_T_REF)
-		: m->tag == URA_ERROR		       ? 0
-						       : -1;
+	int i = -1;
+	if (m->tag == URA_DOWN)
+		i = 2;
+	else if (m->tag == URA_EXIT)
+		/* 0 for an EXIT without its `who`: the signal as it travels,
+		 * delivered so only when there was no memory for its
+		 * expansion (exit_trapped). */
+		i = m->n && m->vals[0].type == URA_T_REF;
+	else if (m->tag == URA_ERROR)
+		i = 0;
 	return i >= 0 && i < m->n && m->vals[i].type == URA_T_ATOM ? i : -1;
 }
 
