@@ -214,12 +214,18 @@ struct ura__hooks {
 struct ura__extpool {
 	alignas(URA__CACHELINE) struct ura__pool pool;
 	_Atomic int taken;
+	/* What the thread holding this pool sent, by phase parity: written
+	 * by that thread alone, so a send counts with a plain store, not a
+	 * locked add (core/quiesce.c says why that is enough). A thread
+	 * that takes the pool next goes on from the last count. */
+	_Atomic uint64_t sent[2];
 };
 
-/* Sends from threads that are not workers, counted for quiescence and by
- * phase (lib/snap): one counter, sharded by sending thread, since one
- * shared counter cost a contended locked add per send with 20 sender
- * threads (bench/mailbox). */
+/* Sends from threads that are not workers and hold no extpool (every
+ * pool taken, or no arena), the snapshot thread's and restore's, counted
+ * for quiescence and by phase (lib/snap): one counter, sharded by sending
+ * thread, since one shared counter cost a contended locked add per send
+ * with 20 sender threads (bench/mailbox). */
 #define URA__EXT_SHARDS 16
 struct ura__ext_shard {
 	alignas(URA__CACHELINE) _Atomic uint64_t msgs[2]; /* messages, by parity */
@@ -265,6 +271,7 @@ struct ura_system {
 	struct ura__arena arena;       /* the workers' pool slices, then extp's */
 	struct ura__extpool *extp;     /* nextp; NULL without an arena */
 	unsigned nextp;
+	_Atomic unsigned extp_hi;      /* 1 + the highest extp ever claimed */
 	pthread_key_t ext_key;         /* a thread's extp (or none), when nextp */
 	unsigned nnodes;
 	int simulated;                 /* URA_TOPOLOGY layout, nothing bound */

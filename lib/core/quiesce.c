@@ -28,9 +28,21 @@ void ura__ext_count_other(ura_system *sys)
 	atomic_fetch_add_explicit(&shard_of(sys)->other, 1, memory_order_seq_cst);
 }
 
-uint64_t ura__ext_sent(ura_system *sys)
+/* The counts of the extpools ever claimed (core/send.c). acquire: pairs
+ * with the release that raised extp_hi in ext_claim; a count written
+ * after that store is then visible under the same rule as the others. */
+static uint64_t pool_sent(ura_system *sys, unsigned ph)
 {
 	uint64_t n = 0;
+	unsigned hi = atomic_load_explicit(&sys->extp_hi, memory_order_acquire);
+	for (unsigned k = 0; k < hi; k++)
+		n += ura__ld(&sys->extp[k].sent[ph]);
+	return n;
+}
+
+uint64_t ura__ext_sent(ura_system *sys)
+{
+	uint64_t n = pool_sent(sys, 0) + pool_sent(sys, 1);
 	for (unsigned i = 0; i < URA__EXT_SHARDS; i++) {
 		/* seq_cst: pairs with the increments above. */
 		n += atomic_load_explicit(&sys->ext[i].msgs[0], memory_order_seq_cst);
@@ -42,7 +54,7 @@ uint64_t ura__ext_sent(ura_system *sys)
 
 uint64_t ura__ext_phase_sent(ura_system *sys, unsigned ph)
 {
-	uint64_t n = 0;
+	uint64_t n = pool_sent(sys, ph);
 	/* relaxed: the snapshot thread reads the receives first, with
 	 * acquire (lib/snap: a receive seen implies its send is seen). */
 	for (unsigned i = 0; i < URA__EXT_SHARDS; i++)
@@ -56,6 +68,17 @@ uint64_t ura__ext_phase_sent(ura_system *sys, unsigned ph)
  * busy; the two passes over (idle, idle_epoch) prove no worker was busy in
  * between, so the counter sums read in between are exact. Messages from
  * non-worker threads are counted (ext) before they are pushed.
+ *
+ * A thread that holds an extpool counts with a relaxed store of its own
+ * counter (ura__ext_count_in), no locked add. That is enough because the
+ * receive counters are read before the send counts: a message whose
+ * receive was counted was popped with acquire from the push's release,
+ * which follows the sender's count; the worker that popped it then
+ * stored its idle flag (seq_cst), which this check read, so the count is
+ * visible here. A message pushed and not yet received leaves a worker
+ * busy, or its actor not yet scheduled: then the check and the send are
+ * concurrent, and reading the system as quiescent before that send is a
+ * true answer at that instant (as for any send that races the check).
  */
 int ura__quiescent(ura_system *sys)
 {

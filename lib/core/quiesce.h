@@ -13,6 +13,14 @@
 
 /* A thread that is not a worker sends m: counted before the push. */
 void ura__ext_count(ura_system *sys, const struct ura_msg *m);
+/* ... the same, from the thread that holds xp (core/send.c). */
+static inline void ura__ext_count_in(struct ura__extpool *xp, const struct ura_msg *m)
+{
+	_Atomic uint64_t *c = &xp->sent[ura__msg_ph(m)];
+	/* relaxed, single writer: see ura__quiescent for why the push's
+	 * release is what publishes it. */
+	ura__inc(c);
+}
 /* ... or starts other work that a later receive balances (a delayed send
  * armed from outside: it counts as received when it fires or is
  * cancelled). */

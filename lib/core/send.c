@@ -97,6 +97,15 @@ static __attribute__((noinline)) struct ura__pool *ext_claim(ura_system *sys)
 				ext_release(&sys->extp[k]);
 				return NULL;
 			}
+			/* release: pairs with the acquire in pool_sent
+			 * (core/quiesce.c); this pool's counts are summed from
+			 * now on. */
+			unsigned hi = atomic_load_explicit(&sys->extp_hi, memory_order_relaxed);
+			while (hi < k + 1 &&
+			       !atomic_compare_exchange_weak_explicit(&sys->extp_hi, &hi, k + 1,
+								      memory_order_release,
+								      memory_order_relaxed))
+				;
 			return p;
 		}
 	}
@@ -136,7 +145,10 @@ static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *
 			return rc;
 		}
 	}
-	ura__count_sent(sys, NULL, m);
+	if (ura__likely(pool != NULL))
+		ura__ext_count_in((struct ura__extpool *)pool, m);
+	else
+		ura__ext_count(sys, m);
 	ura__post(sys, NULL, 0, a, m);
 	return 0;
 }
