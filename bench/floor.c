@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * floor N [--threads]: the per-message floor that ura's figures are quoted
+ * floor N [--threads | --ring [--fence]]: the per-message floor that ura's figures are quoted
  * against. No runtime: a bare intrusive MPSC queue (Vyukov's, the push/pop
  * idea of ura's mailbox, copied here: one atomic exchange per push, no
  * read-modify-write per pop, the popped node stays as the stub until the
@@ -16,10 +16,20 @@
  * the cross-core floor (the cache
  * lines of the queue's head and of each message move between cores; nodes
  * are recycled through a fixed ring, not malloc'd).
+ * --ring: the same two pinned threads, but the producer writes each
+ * message into the next 64-byte slot of a ring it alone writes and
+ * publishes its tail with a plain release store, no read-modify-write and
+ * no barrier; the consumer reads the slots in order, copies each into a
+ * node of its own free list (as a worker would post it locally) and
+ * dispatches it. The floor of a per-thread ring of sends (bench/README.md,
+ * "Sends from threads"). --ring --fence: a full barrier after each
+ * publish, as a doorbell check costs when the sender pays its store-load
+ * order itself.
  * Verifies the count and the sum of the payloads.
  */
 #include <pthread.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 
 #include "bench.h"
@@ -145,15 +155,27 @@ static int64_t n2;
 static struct node *ring_nodes;
 static _Atomic int64_t popped;
 
-/* Pins the calling thread to the k-th CPU it may run on (if there are two),
- * so that producer and consumer really sit on two cores. */
+/* Pins the calling thread to the k-th CPU the process may run on (if there
+ * are two), so that producer and consumer really sit on two cores. The
+ * set is read once, before anyone pins: a thread created after its parent
+ * pinned itself inherits the parent's one CPU, and reading the set there
+ * (as this did until 2026-12-04) found one CPU and left both threads on
+ * it, time-sharing: the "cross-core" figures before that date measured
+ * one core. */
+static cpu_set_t allowed;
+static int allowed_read;
+
 static void pin_to(int k)
 {
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) < 0 || CPU_COUNT(&set) < 2)
+	if (!allowed_read) {
+		if (sched_getaffinity(0, sizeof allowed, &allowed) < 0)
+			CPU_ZERO(&allowed);
+		allowed_read = 1;
+	}
+	if (CPU_COUNT(&allowed) < 2)
 		return;
 	for (int c = 0, seen = 0; c < CPU_SETSIZE; c++) {
-		if (!CPU_ISSET(c, &set) || seen++ != k)
+		if (!CPU_ISSET(c, &allowed) || seen++ != k)
 			continue;
 		cpu_set_t one;
 		CPU_ZERO(&one);
@@ -210,13 +232,109 @@ static void run_threads(int64_t n, recv_state *s)
 	free(ring_nodes);
 }
 
+/* ---- a ring per sender ------------------------------------------------- */
+
+#define RING_SLOTS 1024 /* a power of two */
+struct slot {
+	uint64_t tag;
+	int64_t val;
+	char pad[64 - 16];
+};
+static struct slot *slots;
+static struct {
+	alignas(64) _Atomic uint64_t tail; /* the producer's */
+	alignas(64) _Atomic uint64_t head; /* the consumer's */
+	alignas(64) _Atomic int sleeping;  /* the doorbell's flag: never set here */
+} rg;
+static int ring_fence;
+
+static void *ring_producer(void *arg)
+{
+	(void)arg;
+	uint64_t head = 0;
+	pin_to(1);
+	for (int64_t i = 1; i <= n2; i++) {
+		uint64_t t = (uint64_t)i - 1;
+		while (t - head >= RING_SLOTS) {
+			/* acquire: the consumer is done with the slots it passed. */
+			head = atomic_load_explicit(&rg.head, memory_order_acquire);
+			if (t - head >= RING_SLOTS)
+				relax();
+		}
+		struct slot *sl = &slots[t & (RING_SLOTS - 1)];
+		sl->tag = TAG_X;
+		sl->val = i;
+		/* release: the slot's contents before the tail that shows it. */
+		atomic_store_explicit(&rg.tail, t + 1, memory_order_release);
+		if (ring_fence)
+			atomic_thread_fence(memory_order_seq_cst);
+		/* relaxed: the doorbell's check, which a real ring makes here. */
+		if (atomic_load_explicit(&rg.sleeping, memory_order_relaxed))
+			b_fail("nobody sleeps here");
+	}
+	return NULL;
+}
+
+static void run_ring(int64_t n, recv_state *s)
+{
+	slots = aligned_alloc(64, RING_SLOTS * sizeof *slots);
+	if (!slots)
+		b_fail("out of memory");
+	memset(slots, 0, RING_SLOTS * sizeof *slots);
+	struct node *free_list = NULL;
+	for (int k = 0; k < 64; k++) {
+		struct node *m = aligned_alloc(64, sizeof *m);
+		if (!m)
+			b_fail("out of memory");
+		atomic_store_explicit(&m->next, free_list, memory_order_relaxed);
+		free_list = m;
+	}
+	n2 = n;
+	pin_to(0);
+	pthread_t th;
+	if (pthread_create(&th, NULL, ring_producer, NULL))
+		b_fail("pthread_create");
+	uint64_t head = 0;
+	while (s->count < (uint64_t)n) {
+		/* acquire: pairs with the producer's release of its tail. */
+		uint64_t tail = atomic_load_explicit(&rg.tail, memory_order_acquire);
+		if (tail == head) {
+			relax();
+			continue;
+		}
+		for (; head != tail; head++) {
+			const struct slot *sl = &slots[head & (RING_SLOTS - 1)];
+			struct node *m = free_list;
+			free_list = atomic_load_explicit(&m->next, memory_order_relaxed);
+			m->tag = sl->tag;
+			m->val = sl->val;
+			deliver(s, m);
+			atomic_store_explicit(&m->next, free_list, memory_order_relaxed);
+			free_list = m;
+		}
+		/* release: the slots read before the head that frees them. */
+		atomic_store_explicit(&rg.head, head, memory_order_release);
+	}
+	pthread_join(th, NULL);
+	while (free_list) {
+		struct node *k = free_list;
+		free_list = atomic_load_explicit(&k->next, memory_order_relaxed);
+		free(k);
+	}
+	free(slots);
+}
+
 int main(int argc, char **argv)
 {
 	int64_t n = b_pos(argc, argv, 1, 10000000);
 	int threads = b_flag(argc, argv, "--threads");
+	int ring = b_flag(argc, argv, "--ring");
+	ring_fence = b_flag(argc, argv, "--fence");
 	recv_state s = { 0, 0 };
 	double t0 = b_now();
-	if (threads)
+	if (ring)
+		run_ring(n, &s);
+	else if (threads)
 		run_threads(n, &s);
 	else
 		run_single(n, &s);
@@ -229,7 +347,8 @@ int main(int argc, char **argv)
 		b_fail("floor");
 	}
 	printf("bench=floor system=ura workers=%d n=%lld mode=%s ns_per_msg=%.2f wall_s=%.6f rate=%.0f\n",
-	       threads ? 2 : 1, (long long)n, threads ? "threads" : "single",
+	       threads || ring ? 2 : 1, (long long)n,
+	       ring ? (ring_fence ? "ring_fence" : "ring") : threads ? "threads" : "single",
 	       dt * 1e9 / (double)n, dt, (double)n / dt);
 	return 0;
 }
