@@ -169,7 +169,7 @@ int main(int argc, char **argv)
 	long n = atomic_load(&nlat) < MAXLAT ? atomic_load(&nlat) : MAXLAT;
 	qsort(lat, (size_t)n, sizeof *lat, cmp_u64);
 	printf("bench=slow_consumer system=ura producers=%lld m=%lld bound=%lld work_ns=%llu "
-	       "quiet=%d msgs=%llu lost=0 rounds=%ld p50_us=%.1f p99_us=%.1f "
+	       "quiet=%d msgs=%llu lost=0 rounds=%ld p50_us=%.3f p99_us=%.3f "
 	       "rss_growth_kb=%ld peak_rss_kb=%ld mutes=%llu over=%llu wall_s=%.3f\n",
 	       (long long)P, (long long)M, bound, (unsigned long long)work_ns, quiet,
 	       (unsigned long long)want, n, n ? lat[n / 2] / 1e3 : 0, n ? lat[n * 99 / 100] / 1e3 : 0,
