@@ -416,10 +416,11 @@ static inline struct ura__pool *ura__pool_of(struct ura__worker *w)
 	return w ? &w->pool : NULL;
 }
 
-/* core/send.c: this thread's pool for sends into sys (not a worker of
- * it), or NULL: malloc. Used only by the sends from outside, which free
- * what they made into it again on failure. */
-struct ura__pool *ura__ext_pool(ura_system *sys);
+/* core/send.c: this thread's pool and counts for sends into sys (not a
+ * worker of it), or NULL: malloc and the shared count. Used only by the
+ * sends from outside, which free what they made into it again on
+ * failure. */
+struct ura__extpool *ura__ext_pool(ura_system *sys);
 /* runtime/system.c, after the arena and before the workers' pools go. */
 int ura__ext_init(ura_system *sys);
 void ura__ext_fini(ura_system *sys);

@@ -28,7 +28,8 @@ void ura__ext_count_other(ura_system *sys)
 	atomic_fetch_add_explicit(&shard_of(sys)->other, 1, memory_order_seq_cst);
 }
 
-/* The counts of the extpools ever claimed (core/send.c). acquire: pairs
+/* The counts of the extpools ever claimed (core/send.c), of parity ph, or
+ * of both with ph 2: one pass over the pools either way. acquire: pairs
  * with the release that raised extp_hi in ext_claim; a count written
  * after that store is then visible under the same rule as the others. */
 static uint64_t pool_sent(ura_system *sys, unsigned ph)
@@ -36,13 +37,14 @@ static uint64_t pool_sent(ura_system *sys, unsigned ph)
 	uint64_t n = 0;
 	unsigned hi = atomic_load_explicit(&sys->extp_hi, memory_order_acquire);
 	for (unsigned k = 0; k < hi; k++)
-		n += ura__ld(&sys->extp[k].sent[ph]);
+		n += ph == 2 ? ura__ld(&sys->extp[k].sent[0]) + ura__ld(&sys->extp[k].sent[1])
+			     : ura__ld(&sys->extp[k].sent[ph]);
 	return n;
 }
 
 uint64_t ura__ext_sent(ura_system *sys)
 {
-	uint64_t n = pool_sent(sys, 0) + pool_sent(sys, 1);
+	uint64_t n = pool_sent(sys, 2);
 	for (unsigned i = 0; i < URA__EXT_SHARDS; i++) {
 		/* seq_cst: pairs with the increments above. */
 		n += atomic_load_explicit(&sys->ext[i].msgs[0], memory_order_seq_cst);

@@ -82,7 +82,7 @@ void ura__ext_fini(ura_system *sys)
 	sys->nextp = 0;
 }
 
-static __attribute__((noinline)) struct ura__pool *ext_claim(ura_system *sys)
+static __attribute__((noinline)) struct ura__extpool *ext_claim(ura_system *sys)
 {
 	for (unsigned k = 0; k < sys->nextp; k++) {
 		int free_ = 0;
@@ -106,20 +106,20 @@ static __attribute__((noinline)) struct ura__pool *ext_claim(ura_system *sys)
 								      memory_order_release,
 								      memory_order_relaxed))
 				;
-			return p;
+			return &sys->extp[k];
 		}
 	}
 	(void)pthread_setspecific(sys->ext_key, EXT_NONE);
 	return NULL;
 }
 
-struct ura__pool *ura__ext_pool(ura_system *sys)
+struct ura__extpool *ura__ext_pool(ura_system *sys)
 {
 	if (!sys->nextp)
 		return NULL;
 	void *p = pthread_getspecific(sys->ext_key);
 	if (ura__likely(p))
-		return p == EXT_NONE ? NULL : &((struct ura__extpool *)p)->pool;
+		return p == EXT_NONE ? NULL : p;
 	return ext_claim(sys);
 }
 
@@ -128,7 +128,8 @@ struct ura__pool *ura__ext_pool(ura_system *sys)
 static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *vals,
 		    unsigned n, uint64_t deadline)
 {
-	struct ura__pool *pool = ura__ext_pool(sys);
+	struct ura__extpool *xp = ura__ext_pool(sys);
+	struct ura__pool *pool = xp ? &xp->pool : NULL;
 	struct ura__actor *a = NULL;
 	struct ura_msg *m = NULL;
 	int rc = ura__msg_make_in(sys, NULL, pool, URA_NOREF, to, tag, vals, n, URA__MK_PLAIN,
@@ -145,8 +146,8 @@ static int send_ext(ura_system *sys, ura_ref to, ura_atom tag, const ura_value *
 			return rc;
 		}
 	}
-	if (ura__likely(pool != NULL))
-		ura__ext_count_in((struct ura__extpool *)pool, m);
+	if (ura__likely(xp != NULL))
+		ura__ext_count_in(xp, m);
 	else
 		ura__ext_count(sys, m);
 	ura__post(sys, NULL, 0, a, m);
