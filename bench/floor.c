@@ -112,6 +112,16 @@ static inline void deliver(recv_state *s, const struct node *m)
 
 /* ---- one thread ---------------------------------------------------------- */
 
+/* Frees a free list of nodes, linked through ->next. */
+static void free_nodes(struct node *list)
+{
+	while (list) {
+		struct node *k = list;
+		list = atomic_load_explicit(&k->next, memory_order_relaxed);
+		free(k);
+	}
+}
+
 static void run_single(int64_t n, recv_state *s)
 {
 	struct queue q;
@@ -136,11 +146,7 @@ static void run_single(int64_t n, recv_state *s)
 		free_list = r;
 	}
 	free(q.tail);
-	while (free_list) {
-		struct node *k = free_list;
-		free_list = (struct node *)atomic_load_explicit(&k->next, memory_order_relaxed);
-		free(k);
-	}
+	free_nodes(free_list);
 }
 
 /* ---- two threads --------------------------------------------------------- */
@@ -316,11 +322,7 @@ static void run_ring(int64_t n, recv_state *s)
 		atomic_store_explicit(&rg.head, head, memory_order_release);
 	}
 	pthread_join(th, NULL);
-	while (free_list) {
-		struct node *k = free_list;
-		free_list = atomic_load_explicit(&k->next, memory_order_relaxed);
-		free(k);
-	}
+	free_nodes(free_list);
 	free(slots);
 }
 
