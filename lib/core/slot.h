@@ -117,7 +117,12 @@ static inline unsigned ura__home(struct ura__actor *a)
 	return atomic_load_explicit(&a->home_node, memory_order_relaxed) & URA__HOME_NODE;
 }
 
-/* Slots come in chunks; chunk pointers never move. */
+/* Slots come in chunks; chunk pointers never move. A chunk starts on a
+ * multiple of the slot's size, so a slot is exactly two whole lines (and
+ * one pair of the adjacent-line prefetcher's), shared with no other. */
+#define URA__SLOT_ALIGN 128u
+_Static_assert(sizeof(struct ura__actor) == URA__SLOT_ALIGN,
+	       "a slot is two cache lines; its chunks are aligned to it");
 #define URA__CHUNK_SHIFT 10
 #define URA__CHUNK (1u << URA__CHUNK_SHIFT)
 #define URA__MAX_CHUNKS (1u << 16) /* 64 Mi actor slots */

@@ -24,9 +24,18 @@ static int ensure_chunks(ura_system *sys, uint32_t base, uint32_t n)
 			return -ENOMEM;
 		if (atomic_load_explicit(&sys->chunks[c], memory_order_relaxed))
 			continue;
-		struct ura__actor *chunk = ura__calloc(URA__CHUNK, sizeof *chunk);
+		/* Aligned to the slot's size, not malloc's 16: a chunk of 128
+		 * KiB is mmapped by glibc and starts 16 bytes into a page, so
+		 * every slot spanned three lines, and its first (the mailbox
+		 * head every sender writes) held the tail of the slot before
+		 * it. A pingpong beside a consumer fed by both workers lost
+		 * a cross-core miss on 1-5% of its sends to that, its p99
+		 * 0.2 -> 0.6 us (bench/README.md, slow_consumer). */
+		struct ura__actor *chunk =
+			ura__aligned_alloc(URA__SLOT_ALIGN, URA__CHUNK * sizeof *chunk);
 		if (!chunk)
 			return -ENOMEM;
+		memset(chunk, 0, URA__CHUNK * sizeof *chunk);
 		for (uint32_t i = 0; i < URA__CHUNK; i++) {
 			chunk[i].idx = sys->tag << URA__IDX_BITS | (c * URA__CHUNK + i);
 			ura__mb_init(&chunk[i].mb, (struct ura_msg *)&chunk[i].stub);
