@@ -252,10 +252,15 @@ struct ura_system {
 	struct ura__worker *workers;   /* nworkers, each cache-aligned */
 	const char *backend;
 
-	/* Flags everyone reads. */
+	/* Flags everyone reads: every send and every pass of a worker's
+	 * loop reads shutdown. */
 	alignas(URA__CACHELINE) _Atomic int shutdown;
 	_Atomic int started;
-	_Atomic int nsleeping;         /* workers in the sleep path */
+
+	/* Counts the idle paths write (a worker about to spin or sleep), on
+	 * a line of their own: beside shutdown, each spin of an idle worker
+	 * cost a busy one a miss on its next send. */
+	alignas(URA__CACHELINE) _Atomic int nsleeping; /* workers in the sleep path */
 	_Atomic int nspinning;         /* workers spinning for work */
 	_Atomic int nwatching;         /* workers asleep watching a peer */
 	_Atomic unsigned in_loop;      /* workers in their loop (shutdown order) */
