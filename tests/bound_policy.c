@@ -208,7 +208,7 @@ static void bad_input(void)
 	ura_ref r;
 	struct { ura_mailbox_opts o; const char *what; } bad[] = {
 		{ { .capacity = URA_MAILBOX_MAX + 1 }, "capacity beyond URA_MAILBOX_MAX" },
-		{ { .capacity = 4, .full = URA_FULL_MUTE + 1 }, "an unknown policy" },
+		{ { .capacity = 4, .full = URA_FULL_REFUSE_MUTE + 1 }, "an unknown policy" },
 		{ { .capacity = 4, .low_water = 4 }, "low water at the capacity" },
 		{ { .capacity = 4, .high_water = 5 }, "high water over the capacity" },
 		{ { .capacity = 0, .full = URA_FULL_MUTE }, "a policy without a capacity" },

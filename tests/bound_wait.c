@@ -5,7 +5,8 @@
  * ura_send_wait with a deadline gives up with -ETIMEDOUT (and one with a
  * deadline in the past at once), and keeps nothing; a waiter with a far
  * deadline gets in once the system starts; a shutdown wakes a waiter with
- * -ESHUTDOWN. Then many threads push through a URA_FULL_MUTE mailbox,
+ * -ESHUTDOWN. Then many threads push through a URA_FULL_MUTE mailbox, and
+ * through a URA_FULL_REFUSE_MUTE one,
  * ura_send waiting: every message arrives, in order per thread, and the
  * depth the receiver sees never passes the capacity. From a handler the
  * wait is -EDEADLK.
@@ -145,11 +146,14 @@ static void *push(void *p)
 	return NULL;
 }
 
-static void many_threads(void)
+/* Threads wait whichever of the two mutes the mailbox has (a thread is
+ * muted by waiting): a send from a thread is never refused for them. */
+static void many_threads(uint32_t full, const char *name)
 {
 	reset();
 	g_sys = t_system(2);
-	ura_mailbox_opts mb = { .capacity = CAP, .full = URA_FULL_MUTE };
+	t_diag("threads into a %s mailbox", name);
+	ura_mailbox_opts mb = { .capacity = CAP, .full = full };
 	ura_class c = { .name = "sink", .initial = &sink_beh, .mailbox = &mb };
 	t_must(ura_spawn(g_sys, &c, NULL, &g_sink));
 	long n = t_scaled(20000);
@@ -179,6 +183,7 @@ int main(void)
 {
 	deadlines();
 	shutdown_wakes();
-	many_threads();
+	many_threads(URA_FULL_MUTE, "URA_FULL_MUTE");
+	many_threads(URA_FULL_REFUSE_MUTE, "URA_FULL_REFUSE_MUTE");
 	return t_done();
 }

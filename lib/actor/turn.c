@@ -343,7 +343,8 @@ static inline __attribute__((always_inline)) void turn(struct ura__worker *w,
 		}
 		if ((matched || became) && ((a->x && a->x->rt) || a->beh->timeout_ns))
 			ura__rt_rearm(sys, w, a);
-		/* A send met a full URA_FULL_MUTE mailbox: the turn ends here. */
+		/* A send met a full URA_FULL_MUTE (or REFUSE_MUTE) mailbox:
+		 * the turn ends here. */
 		if ((uintptr_t)m == entry || ++n >= sys->batch || ura__unlikely(w->mute_on))
 			break;
 	}

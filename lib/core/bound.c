@@ -53,7 +53,7 @@ int ura__bp_check(const ura_mailbox_opts *o)
 	/* Opts given mean a bound: a capacity of 0 is refused, not taken
 	 * for "unbounded" (that is no opts). */
 	if (!ura__zeroed(o->reserved_, sizeof o->reserved_) || o->reserved0_ || !o->capacity ||
-	    o->capacity > URA_MAILBOX_MAX || o->full > URA_FULL_MUTE)
+	    o->capacity > URA_MAILBOX_MAX || o->full > URA_FULL_REFUSE_MUTE)
 		return -EINVAL;
 	if ((o->low_water && o->low_water >= o->capacity) || o->high_water > o->capacity)
 		return -EINVAL;
@@ -196,6 +196,17 @@ static void admit_over(struct ura__bp *bp, struct ura_msg *m, uint32_t *after)
 	m->flags |= URA__MF_BP;
 }
 
+/* The turn's actor `from` is to be muted on a when its turn ends
+ * (ura__bp_mute). The first receiver of the turn is the one it waits for. */
+static void want_mute(struct ura__worker *w, struct ura__actor *a, ura_ref from, ura_ref to)
+{
+	if (!w->mute_on) {
+		w->mute_on = a;
+		w->mute_gen = ura__ref_gen(to);
+		w->mute_from = from.id;
+	}
+}
+
 int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref to,
 		  struct ura__actor *a, struct ura_msg *m, uint64_t deadline)
 {
@@ -225,13 +236,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 		case URA_FULL_MUTE:
 			if (w && !ura_ref_null(from)) {
 				admit_over(bp, m, &after);
-				/* The first receiver of the turn is the one the
-				 * sender waits for. */
-				if (!w->mute_on) {
-					w->mute_on = a;
-					w->mute_gen = ura__ref_gen(to);
-					w->mute_from = from.id;
-				}
+				want_mute(w, a, from, to);
 				return 0;
 			}
 			if (w) {
@@ -240,6 +245,28 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 				return 0;
 			}
 			deadline = UINT64_MAX; /* a thread is muted by waiting */
+			break;
+		case URA_FULL_REFUSE_MUTE:
+			if (w && !ura_ref_null(from)) {
+				/* The cycle rule at the send (the turn's end
+				 * checks it again, ura__bp_mute): to a receiver
+				 * that is muted itself, or from a class that is
+				 * never muted, over the bound, as URA_FULL_MUTE
+				 * lets it. seq_cst: as there. */
+				struct ura__actor *f = ura__slot_get(sys, ura__ref_idx(from));
+				if ((atomic_load_explicit(&a->home_node, memory_order_seq_cst) &
+				     URA__HOME_MUTED) ||
+				    (f && f->cls && (f->cls->flags & URA_CLASS_UNMUTED))) {
+					admit_over(bp, m, &after);
+					atomic_fetch_add_explicit(&sys->bpst.over, 1,
+								  memory_order_relaxed);
+					return 0;
+				}
+				want_mute(w, a, from, to);
+				break; /* refused: the sender keeps its values */
+			}
+			if (!w)
+				deadline = UINT64_MAX; /* a thread waits, as for MUTE */
 			break;
 		default:
 			break;
@@ -390,7 +417,10 @@ int ura__bp_mute(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 	if (!muted) {
 		atomic_fetch_and_explicit(&a->home_node, (uint16_t)~URA__HOME_MUTED,
 					  memory_order_seq_cst);
-		atomic_fetch_add_explicit(&sys->bpst.over, 1, memory_order_relaxed);
+		/* A MUTE send went over and stays over; a REFUSE_MUTE one was
+		 * refused, and its sender just runs again. */
+		if (atomic_load_explicit(&bp->full, memory_order_relaxed) == URA_FULL_MUTE)
+			atomic_fetch_add_explicit(&sys->bpst.over, 1, memory_order_relaxed);
 		return 0;
 	}
 	atomic_fetch_add_explicit(&sys->bpst.mutes, 1, memory_order_relaxed);

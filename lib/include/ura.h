@@ -438,8 +438,9 @@ typedef struct ura_class {
 } ura_class;
 
 /* ura_class.flags: a send of this class's actors to a full URA_FULL_MUTE
- * mailbox is accepted over the bound instead of muting the sender, as a
- * send from outside any actor is: for an actor that others wait on to
+ * (or REFUSE_MUTE) mailbox is accepted over the bound instead of muting
+ * the sender, as a send from outside any actor is: for an actor that
+ * others wait on to
  * keep running -- one that drains a socket or a device, whose stall would
  * stall its own receivers' drain (a mute cycle through I/O that the
  * mute rule cannot see). */
@@ -873,7 +874,7 @@ URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
  * never existed), -EINVAL (bad tag or value), -EMSGSIZE (over URA_MSG_MAX),
  * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. To a bounded
  * mailbox that is full (below), also -EAGAIN or URA_DROPPED, or the call
- * waits (from outside the workers, URA_FULL_MUTE). */
+ * waits (from outside the workers, URA_FULL_MUTE and URA_FULL_REFUSE_MUTE). */
 
 URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
@@ -895,6 +896,8 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  *  URA_FULL_DROP_OLDEST| accepted; the oldest queued message is dropped
  *  URA_FULL_MUTE       | accepted; the sender | waits until there is room
  *                      | is muted (below)     | (ura_sendv_wait: a deadline)
+ *  URA_FULL_REFUSE_MUTE| -EAGAIN, and the     | waits until there is room
+ *                      | sender is muted      | (ura_sendv_wait: a deadline)
  *
  * -EAGAIN: nothing was accepted, the caller keeps its values and may try
  * again. URA_DROPPED (1, not an error): the call succeeded but the
@@ -915,6 +918,18 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  * instead. So muted actors form chains, never cycles, and the head of a
  * chain is not muted: it runs, drains, and releases the rest. While a
  * receiver is muted its mailbox may therefore exceed its capacity.
+ *
+ * URA_FULL_REFUSE_MUTE is the mute with the bound kept exactly: the send
+ * that finds the mailbox full is refused (-EAGAIN, the caller keeps its
+ * values) and the sender is muted as above, so a producer that meets it
+ * puts its work back (a message to itself, say) and returns; it runs
+ * again once the receiver has drained to low water. With MUTE each
+ * producer can add what it sends in one handler over the capacity (1000
+ * producers of 16 sends a handler: 16000 over a capacity of 1024); with
+ * REFUSE_MUTE the depth never passes the capacity. The cycle rule holds
+ * for it too: to a receiver that is muted itself the send is accepted over
+ * the bound instead, and its sender is not muted. From a worker thread by
+ * no actor, -EAGAIN (nothing to mute, and a worker never blocks).
  *
  * Context-switching actors (ura_class.body) take part on both sides: a
  * message counts as taken (the depth goes down, DROP_OLDEST drops it if
@@ -946,6 +961,7 @@ typedef enum ura_full {
 	URA_FULL_DROP_NEWEST,
 	URA_FULL_DROP_OLDEST,
 	URA_FULL_MUTE,
+	URA_FULL_REFUSE_MUTE,
 } ura_full;
 
 /* The largest capacity. */
