@@ -33,7 +33,7 @@
 #define PRODUCERS 8
 #define BURST 16
 
-static _Atomic long g_got, g_bad_order, g_max_depth, g_errors;
+static _Atomic long g_got, g_bad_order, g_max_depth, g_errors, g_refusals;
 static long g_last[PRODUCERS];
 
 static void sink_msg(ura_ctx *cx, const ura_msg *m)
@@ -73,30 +73,46 @@ URA_BEHAVIOR(prod_beh, URA_ON(A_GO, "", prod_go));
 static const ura_class prod_class = { .name = "prod", .state_size = sizeof(struct prod),
 				      .initial = &prod_beh };
 
-static void producers(unsigned workers)
+/* A sink bounded at CAP with policy `full`, and PRODUCERS of class pc
+ * sending it n each, started; every count reset. */
+static ura_system *start_producers(unsigned workers, uint32_t full, const ura_class *pc, long n)
 {
 	atomic_store(&g_got, 0);
 	atomic_store(&g_bad_order, 0);
 	atomic_store(&g_max_depth, 0);
 	atomic_store(&g_errors, 0);
+	atomic_store(&g_refusals, 0);
 	for (int i = 0; i < PRODUCERS; i++)
 		g_last[i] = -1;
 	ura_system *sys = t_system(workers);
-	ura_mailbox_opts mb = { .capacity = CAP, .full = URA_FULL_MUTE };
+	ura_mailbox_opts mb = { .capacity = CAP, .full = full };
 	ura_class c = { .name = "sink", .initial = &sink_beh, .mailbox = &mb };
 	ura_ref sink;
 	t_must(ura_spawn(sys, &c, NULL, &sink));
-	long n = t_scaled(20000);
 	for (long i = 0; i < PRODUCERS; i++) {
 		struct prod p = { .to = sink, .id = i, .n = n };
 		ura_ref r;
-		t_must(ura_spawn(sys, &prod_class, &p, &r));
+		t_must(ura_spawn(sys, pc, &p, &r));
 		t_must(ura_send(sys, r, A_GO));
 	}
-	t_rc(await_guarded(sys), 0, "mute, %u workers: quiescent", workers);
-	t_eq(atomic_load(&g_errors), 0, "mute: every send accepted");
-	t_eq(atomic_load(&g_got), PRODUCERS * n, "mute: nothing lost");
-	t_eq(atomic_load(&g_bad_order), 0, "mute: in order per producer");
+	return sys;
+}
+
+/* The run ends, with no send failed (but by -EAGAIN, which the refusing
+ * producers take), and every message arrived, in order per producer. */
+static void all_delivered(ura_system *sys, unsigned workers, const char *what, long n)
+{
+	t_rc(await_guarded(sys), 0, "%s, %u workers: quiescent", what, workers);
+	t_eq(atomic_load(&g_errors), 0, "%s: no send failed", what);
+	t_eq(atomic_load(&g_got), PRODUCERS * n, "%s: nothing lost", what);
+	t_eq(atomic_load(&g_bad_order), 0, "%s: in order per producer", what);
+}
+
+static void producers(unsigned workers)
+{
+	long n = t_scaled(20000);
+	ura_system *sys = start_producers(workers, URA_FULL_MUTE, &prod_class, n);
+	all_delivered(sys, workers, "mute", n);
 	/* A producer mutes after a handler whose sends went over the bound;
 	 * one whose burst found room (the sink's turn ended mid-burst and
 	 * gave its count back) is not muted, so its next burst may go over
@@ -114,7 +130,6 @@ static void producers(unsigned workers)
 
 /* ---- URA_FULL_REFUSE_MUTE: the same producers, the bound kept exactly -- */
 
-static _Atomic long g_refusals;
 
 /* On -EAGAIN the producer keeps its place and asks itself to go on: it
  * runs again once muting lets it. */
@@ -144,29 +159,9 @@ static const ura_class prod_refuse_class = { .name = "prod_refuse",
 
 static void refuse_producers(unsigned workers)
 {
-	atomic_store(&g_got, 0);
-	atomic_store(&g_bad_order, 0);
-	atomic_store(&g_max_depth, 0);
-	atomic_store(&g_errors, 0);
-	atomic_store(&g_refusals, 0);
-	for (int i = 0; i < PRODUCERS; i++)
-		g_last[i] = -1;
-	ura_system *sys = t_system(workers);
-	ura_mailbox_opts mb = { .capacity = CAP, .full = URA_FULL_REFUSE_MUTE };
-	ura_class c = { .name = "sink", .initial = &sink_beh, .mailbox = &mb };
-	ura_ref sink;
-	t_must(ura_spawn(sys, &c, NULL, &sink));
 	long n = t_scaled(20000);
-	for (long i = 0; i < PRODUCERS; i++) {
-		struct prod p = { .to = sink, .id = i, .n = n };
-		ura_ref r;
-		t_must(ura_spawn(sys, &prod_refuse_class, &p, &r));
-		t_must(ura_send(sys, r, A_GO));
-	}
-	t_rc(await_guarded(sys), 0, "refuse+mute, %u workers: quiescent", workers);
-	t_eq(atomic_load(&g_errors), 0, "refuse+mute: no error but -EAGAIN");
-	t_eq(atomic_load(&g_got), PRODUCERS * n, "refuse+mute: nothing lost");
-	t_eq(atomic_load(&g_bad_order), 0, "refuse+mute: in order per producer");
+	ura_system *sys = start_producers(workers, URA_FULL_REFUSE_MUTE, &prod_refuse_class, n);
+	all_delivered(sys, workers, "refuse+mute", n);
 	/* URA_FULL_MUTE lets each producer's handler go over (above); here
 	 * the send that finds the mailbox full is refused. */
 	t_ok(atomic_load(&g_max_depth) <= CAP, "refuse+mute: depth never past the capacity (%ld)",
