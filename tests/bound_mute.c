@@ -85,8 +85,12 @@ static ura_system *start_producers(unsigned workers, uint32_t full, const ura_cl
 	for (int i = 0; i < PRODUCERS; i++)
 		g_last[i] = -1;
 	ura_system *sys = t_system(workers);
-	ura_mailbox_opts mb = { .capacity = CAP, .full = full };
-	ura_class c = { .name = "sink", .initial = &sink_beh, .mailbox = &mb };
+	/* Static: the sink's class must outlive this call (its actor points
+	 * at it until the system goes). */
+	static ura_mailbox_opts mb;
+	static ura_class c;
+	mb = (ura_mailbox_opts){ .capacity = CAP, .full = full };
+	c = (ura_class){ .name = "sink", .initial = &sink_beh, .mailbox = &mb };
 	ura_ref sink;
 	t_must(ura_spawn(sys, &c, NULL, &sink));
 	for (long i = 0; i < PRODUCERS; i++) {
