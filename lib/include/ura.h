@@ -939,7 +939,8 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  * and is muted there; the receive goes on once it is released.
  *
  * A group send (ura_send_group) skips a member whose mailbox refuses or
- * drops it: that member is not counted as reached; the others get it.
+ * drops it: that member is not counted as reached; the others get it (a
+ * member's REFUSE_MUTE mutes the sending actor as a plain send would).
  *
  * Never bounded: system messages (DOWN, EXIT, links and monitors), replies
  * and request errors, timeouts, I/O completions, OS signals, URA_OVERLOAD
