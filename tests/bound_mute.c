@@ -20,6 +20,7 @@
  * accepted message handled.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "tap.h"
@@ -35,6 +36,7 @@
 
 static _Atomic long g_got, g_bad_order, g_max_depth, g_errors, g_refusals;
 static long g_last[PRODUCERS];
+static ura_ref g_prods[PRODUCERS];
 
 static void sink_msg(ura_ctx *cx, const ura_msg *m)
 {
@@ -95,9 +97,8 @@ static ura_system *start_producers(unsigned workers, uint32_t full, const ura_cl
 	t_must(ura_spawn(sys, &c, NULL, &sink));
 	for (long i = 0; i < PRODUCERS; i++) {
 		struct prod p = { .to = sink, .id = i, .n = n };
-		ura_ref r;
-		t_must(ura_spawn(sys, pc, &p, &r));
-		t_must(ura_send(sys, r, A_GO));
+		t_must(ura_spawn(sys, pc, &p, &g_prods[i]));
+		t_must(ura_send(sys, g_prods[i], A_GO));
 	}
 	return sys;
 }
@@ -187,6 +188,101 @@ static void refuse_producers(unsigned workers)
 	t_destroy(sys);
 }
 
+/* ---- a drained receiver lets every muted sender go ----------------------- */
+
+#define A_HOLD URA_ATOM("hold")
+#define A_LETGO URA_ATOM("letgo")
+#define SMALL_CAP 2
+
+static _Atomic long g_pinged;
+
+/* The sink holds its mailbox (full to senders) until a delayed send lets
+ * go: every producer's burst goes over the bound and every producer is
+ * muted. A delayed send is not bounded, so the let-go arrives. */
+static _Atomic int g_held;
+static void hsink_hold(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	t_must(ura_mailbox_hold(cx, 1));
+	atomic_store(&g_held, 1);
+}
+static void hsink_letgo(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	t_must(ura_mailbox_hold(cx, 0));
+}
+static void hsink_msg(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_fetch_add(&g_got, 1);
+}
+URA_BEHAVIOR(hsink_beh, URA_ON(A_HOLD, "", hsink_hold), URA_ON(A_LETGO, "", hsink_letgo),
+	     URA_ON(A_MSG, "ii", hsink_msg));
+
+/* One burst, then idle (alive, nothing more to send). */
+static void prod_go_once(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	struct prod *p = ura_state(cx);
+	for (int k = 0; k < BURST; k++)
+		if (ura_send(cx, p->to, A_MSG, p->id, (long)k) != 0)
+			atomic_fetch_add(&g_errors, 1);
+}
+static void prod_ping(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_fetch_add(&g_pinged, 1);
+}
+URA_BEHAVIOR(prod_once_beh, URA_ON(A_GO, "", prod_go_once), URA_ON(A_HIT, "", prod_ping));
+static const ura_class prod_once_class = { .name = "prod_once",
+					   .state_size = sizeof(struct prod),
+					   .initial = &prod_once_beh };
+
+/* Releases are paced (core/bound.h): at a take, about as many senders go
+ * as the room takes, here at most SMALL_CAP of the PRODUCERS. Senders that
+ * send nothing more make no further take, so a receiver that drains to 0
+ * must let all the rest go. One left muted has no work pending, so the
+ * system looks quiescent; a message to it then waits for ever (and the
+ * second await times out). */
+static void drained_releases_all(unsigned workers)
+{
+	atomic_store(&g_got, 0);
+	atomic_store(&g_errors, 0);
+	atomic_store(&g_pinged, 0);
+	ura_system *sys = t_system(workers);
+	ura_mailbox_opts mb = { .capacity = SMALL_CAP, .full = URA_FULL_MUTE };
+	ura_class c = { .name = "hsink", .initial = &hsink_beh, .mailbox = &mb };
+	ura_ref sink;
+	t_must(ura_spawn(sys, &c, NULL, &sink));
+	atomic_store(&g_held, 0);
+	t_must(ura_send(sys, sink, A_HOLD));
+	while (!atomic_load(&g_held))
+		sched_yield();
+	for (long i = 0; i < PRODUCERS; i++) {
+		struct prod p = { .to = sink, .id = i };
+		t_must(ura_spawn(sys, &prod_once_class, &p, &g_prods[i]));
+		t_must(ura_send(sys, g_prods[i], A_GO));
+	}
+	/* Every producer muted (a count, no timing), then the let-go. */
+	uint64_t give_up = ura_now_ns() + 30 * URA_SEC;
+	while (stats(sys).mb_mutes < PRODUCERS && ura_now_ns() < give_up)
+		sched_yield();
+	t_must(ura_send_after(sys, sink, URA_MSEC, A_LETGO));
+	t_rc(await_guarded(sys), 0, "drained, %u workers: quiescent", workers);
+	t_eq(atomic_load(&g_errors), 0, "drained: every send accepted");
+	t_eq(atomic_load(&g_got), PRODUCERS * BURST, "drained: nothing lost");
+	ura_stats st = stats(sys);
+	t_eq(st.mb_mutes, PRODUCERS, "drained: every producer was muted (%llu)",
+	     (unsigned long long)st.mb_mutes);
+	for (int i = 0; i < PRODUCERS; i++)
+		t_must(ura_send(sys, g_prods[i], A_HIT));
+	t_rc(await_guarded(sys), 0, "drained: every producer runs again (none left muted)");
+	t_eq(atomic_load(&g_pinged), PRODUCERS, "drained: every producer took its message");
+	t_destroy(sys);
+}
+
 /* ---- cycles ------------------------------------------------------------ */
 
 static _Atomic long g_budget, g_hits, g_accepted;
@@ -268,6 +364,8 @@ int main(void)
 	producers(2);
 	refuse_producers(1);
 	refuse_producers(2);
+	drained_releases_all(1);
+	drained_releases_all(2);
 	cycle(1, 2, URA_FULL_MUTE);
 	cycle(2, 2, URA_FULL_MUTE);
 	cycle(2, 3, URA_FULL_MUTE);

@@ -107,6 +107,7 @@ int ura__bp_setup(ura_system *sys, struct ura__actor *a, const ura_mailbox_opts 
 	atomic_store_explicit(&bp->owed, 0, memory_order_relaxed);
 	atomic_store_explicit(&bp->signalled, 0, memory_order_relaxed);
 	atomic_store_explicit(&bp->held, 0, memory_order_relaxed);
+	bp->taken_since = bp->rel_depth = bp->rel_n = bp->burst = 0;
 	return (int)URA__HOME_BOUNDED;
 }
 
@@ -341,12 +342,24 @@ static void unmute(ura_system *sys, struct ura__worker *w, struct ura__actor *s)
 	ura__schedule(sys, w, s);
 }
 
-static void release_all(ura_system *sys, struct ura__worker *w, struct ura__bp *bp)
+/* Lets go of the `max` oldest muted senders (UINT32_MAX: all); returns
+ * how many. */
+static uint32_t release(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, uint32_t max)
 {
 	pthread_mutex_lock(&bp->lock);
-	struct ura__actor *list = bp->muted;
-	bp->muted = NULL;
-	atomic_store_explicit(&bp->nmuted, 0, memory_order_relaxed);
+	struct ura__actor *list = bp->muted, *last = NULL;
+	uint32_t n = 0;
+	for (struct ura__actor *s = list; s && n < max; s = s->link, n++)
+		last = s;
+	if (last) {
+		bp->muted = last->link;
+		last->link = NULL;
+		if (!bp->muted)
+			bp->muted_tail = NULL;
+	}
+	/* relaxed: under the lock; the Dekker pair is the sender's add and
+	 * our read of it (ura__bp_taken). */
+	atomic_fetch_sub_explicit(&bp->nmuted, n, memory_order_relaxed);
 	pthread_mutex_unlock(&bp->lock);
 	while (list) {
 		struct ura__actor *s = list;
@@ -354,6 +367,46 @@ static void release_all(ura_system *sys, struct ura__worker *w, struct ura__bp *
 		s->link = NULL;
 		unmute(sys, w, s);
 	}
+	return n;
+}
+
+static void release_all(ura_system *sys, struct ura__worker *w, struct ura__bp *bp)
+{
+	release(sys, w, bp, UINT32_MAX);
+}
+
+/*
+ * A take left the depth d at or below low water, with senders muted: let
+ * go of as many as the room (cap - d) takes at what one released sender
+ * added last time (one message before any release was measured), and of
+ * all at a depth of 0. Releasing all 1000
+ * producers of bench/slow_consumer at each crossing scheduled them all
+ * for the 512 places that 32 of them fill, and with URA_FULL_REFUSE_MUTE
+ * the rest were refused and muted again: 0.9 mutes a message. The
+ * estimate counts what every sender added since the last release, so it
+ * errs high (fewer released), which the next take at low water makes up.
+ */
+static void release_paced(ura_system *sys, struct ura__worker *w, struct ura__bp *bp,
+			  uint32_t d)
+{
+	uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed);
+	if (bp->rel_n) {
+		/* d = rel_depth + added - taken_since */
+		uint64_t added = (uint64_t)d + bp->taken_since - bp->rel_depth;
+		uint64_t b = added / bp->rel_n;
+		b = b < 1 ? 1 : b > cap ? cap : b;
+		bp->burst = bp->burst ? (uint32_t)((3ull * bp->burst + b + 3) / 4) : (uint32_t)b;
+	}
+	/* Until a release has been seen through, one message a sender. */
+	uint32_t max = UINT32_MAX, b = bp->burst ? bp->burst : 1;
+	if (d) {
+		max = (cap > d ? cap - d : 0) / b;
+		if (!max)
+			max = 1;
+	}
+	bp->rel_n = release(sys, w, bp, max);
+	bp->rel_depth = d;
+	bp->taken_since = 0;
 }
 
 void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, unsigned n)
@@ -361,12 +414,13 @@ void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, u
 	/* seq_cst: the receiver's half of the handshakes in core/bound.h. */
 	uint32_t d = atomic_fetch_sub_explicit(&bp->depth, n, memory_order_seq_cst) - n;
 	uint32_t low = atomic_load_explicit(&bp->low, memory_order_relaxed);
+	bp->taken_since += n;
 	if (d > low)
 		return;
 	if (atomic_load_explicit(&bp->signalled, memory_order_relaxed))
 		atomic_store_explicit(&bp->signalled, 0, memory_order_relaxed);
 	if (atomic_load_explicit(&bp->nmuted, memory_order_seq_cst))
-		release_all(sys, w, bp);
+		release_paced(sys, w, bp, d);
 	/* Waiters wake when the depth crosses low water, once: a waiter
 	 * sleeps only after it saw the mailbox full (above low water), so
 	 * the crossing after that wakes one, which passes the baton on
@@ -399,14 +453,23 @@ int ura__bp_mute(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		/* A receiver that stopped released its list under this lock
 		 * after its generation moved on: we see the new one. */
 		if (atomic_load_explicit(&r->gen, memory_order_acquire) == gen) {
-			a->link = bp->muted;
-			bp->muted = a;
+			/* At the end: released oldest first. */
+			struct ura__actor *prev = bp->muted_tail;
+			a->link = NULL;
+			if (prev)
+				prev->link = a;
+			else
+				bp->muted = a;
+			bp->muted_tail = a;
 			atomic_fetch_add_explicit(&bp->nmuted, 1, memory_order_seq_cst);
 			if (atomic_load_explicit(&bp->depth, memory_order_seq_cst) <=
 			    atomic_load_explicit(&bp->low, memory_order_relaxed)) {
 				/* Drained already: not muted after all. */
-				bp->muted = a->link;
-				a->link = NULL;
+				if (prev)
+					prev->link = NULL;
+				else
+					bp->muted = NULL;
+				bp->muted_tail = prev;
 				atomic_fetch_sub_explicit(&bp->nmuted, 1, memory_order_relaxed);
 			} else {
 				muted = 1;

@@ -31,6 +31,13 @@
  * messages and runs again, so it checks again.) Waiting threads do the
  * same with `nwait` and the record's futex word `room`.
  *
+ * The release is paced: at a take that leaves the depth at or below low
+ * water the receiver lets go of the oldest muted senders, as many as the
+ * room left would take at what one released sender added last time
+ * (ura__bp_taken), and of all of them at a depth of 0. Every take at or
+ * below low water lets at least one go, and a depth above 0 means a take
+ * is still to come, so no sender stays muted on a receiver that drained.
+ *
  * A hold (ura_mailbox_hold) adds the capacity to `depth` and a let-go
  * takes it off as a turn's take would (ura__bp_taken), so senders and
  * the handshake above see one number and need no second test.
@@ -62,7 +69,15 @@ struct ura__bp {
 	 * the depth it stands in carries the ordering. */
 	_Atomic uint32_t held;
 	pthread_mutex_t lock;
-	struct ura__actor *muted;   /* under lock; linked through ->link */
+	/* Under lock: the muted senders, oldest first, linked through
+	 * ->link. */
+	struct ura__actor *muted, *muted_tail;
+	/* The receiver's (its token holder's, ura__bp_taken): the pace of
+	 * releases. Counted messages taken since the last release, the
+	 * depth then and how many senders it let go, and what one released
+	 * sender has added before it was muted again (a running estimate,
+	 * 0: none yet). */
+	uint32_t taken_since, rel_depth, rel_n, burst;
 };
 
 /* A message counted in its receiver's depth carries URA__MF_BP (declared

@@ -910,7 +910,11 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  * Muting (Pony's): the message is accepted, no message is lost and no
  * worker blocks; the sending actor finishes the handler it is in, and is
  * then not scheduled again until the receiver has drained to its low-water
- * mark (or stopped). Messages to a muted actor wait in its mailbox. A send
+ * mark (or stopped). There the receiver lets its muted senders go oldest
+ * first, about as many at each take as its free room holds at what one
+ * sender added last time, and all of them once it is empty: 1000
+ * producers do not all wake for 512 free places. Messages to a muted
+ * actor wait in its mailbox. A send
  * on a worker thread by no actor (ura_sendv_sys from a handler) is
  * accepted over the bound (ura_stats.mb_over): a worker never blocks.
  * The rule that keeps mutes from deadlocking: an actor is never muted on
