@@ -379,7 +379,7 @@ static void release_all(ura_system *sys, struct ura__worker *w, struct ura__bp *
  * A take left the depth d at or below low water, with senders muted: let
  * go of as many as the room (cap - d) takes at what one released sender
  * added last time (one message before any release was measured), and of
- * all at a depth of 0. Releasing all 1000
+ * all at a depth of 0, after which no take may come. Releasing all 1000
  * producers of bench/slow_consumer at each crossing scheduled them all
  * for the 512 places that 32 of them fill, and with URA_FULL_REFUSE_MUTE
  * the rest were refused and muted again: 0.9 mutes a message. The
@@ -391,9 +391,11 @@ static void release_paced(ura_system *sys, struct ura__worker *w, struct ura__bp
 {
 	uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed);
 	if (bp->rel_n) {
-		/* d = rel_depth + added - taken_since */
-		uint64_t added = (uint64_t)d + bp->taken_since - bp->rel_depth;
-		uint64_t b = added / bp->rel_n;
+		/* d = rel_depth + added - taken_since (a hold's let-go counts
+		 * as a take of what the hold added: the sum stays >= 0, and
+		 * is clamped should a stop's hold ever break it). */
+		int64_t added = (int64_t)d + (int64_t)bp->taken_since - (int64_t)bp->rel_depth;
+		uint64_t b = added > 0 ? (uint64_t)added / bp->rel_n : 0;
 		b = b < 1 ? 1 : b > cap ? cap : b;
 		bp->burst = bp->burst ? (uint32_t)((3ull * bp->burst + b + 3) / 4) : (uint32_t)b;
 	}

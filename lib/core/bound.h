@@ -77,7 +77,8 @@ struct ura__bp {
 	 * depth then and how many senders it let go, and what one released
 	 * sender has added before it was muted again (a running estimate,
 	 * 0: none yet). */
-	uint32_t taken_since, rel_depth, rel_n, burst;
+	uint64_t taken_since;
+	uint32_t rel_depth, rel_n, burst;
 };
 
 /* A message counted in its receiver's depth carries URA__MF_BP (declared
