@@ -81,9 +81,8 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 			break; /* --refuse: muted now; this one goes again */
 		B_CHECK(rc);
 	}
-	end = i;
-	*next = end;
-	if (end < M)
+	*next = i;
+	if (i < M)
 		B_CHECK(ura_send(cx, ura_self(cx), A_GO));
 	else {
 		atomic_fetch_sub(&producers_left, 1);

@@ -18,6 +18,9 @@
  * passes the capacity, nothing is lost (a refused producer sends the rest
  * later), nothing goes over. And the same rings: no deadlock, every
  * accepted message handled.
+ *
+ * Paced releases: senders muted on a held mailbox that send nothing once
+ * let go are all let go when the receiver drains, so each runs again.
  */
 #include <errno.h>
 #include <sched.h>
@@ -135,7 +138,6 @@ static void producers(unsigned workers)
 
 /* ---- URA_FULL_REFUSE_MUTE: the same producers, the bound kept exactly -- */
 
-
 /* On -EAGAIN the producer keeps its place and asks itself to go on: it
  * runs again once muting lets it. */
 static void prod_go_refuse(ura_ctx *cx, const ura_msg *m)
@@ -195,11 +197,11 @@ static void refuse_producers(unsigned workers)
 #define SMALL_CAP 2
 
 static _Atomic long g_pinged;
+static _Atomic int g_held;
 
 /* The sink holds its mailbox (full to senders) until a delayed send lets
  * go: every producer's burst goes over the bound and every producer is
  * muted. A delayed send is not bounded, so the let-go arrives. */
-static _Atomic int g_held;
 static void hsink_hold(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;

@@ -659,11 +659,11 @@ void ura__fiber_turn(struct ura__worker *w, struct ura__actor *a)
 		ura__sig_dem_flush(sys, w, a, ura__self_ref(a)); /* F_DONE: the stop's */
 	if (w->outbox_dirty)
 		ura__outbox_flush_all(w);
-	/* A send met a full URA_FULL_MUTE (or REFUSE_MUTE) mailbox: the body, which let go
-	 * of the worker at its next receive (next_msg), is muted as an
-	 * event-based sender is at the end of its handler; the receiver's
-	 * mute list holds the token now, and the receive goes on when the
-	 * body runs again. A body that ended is not muted. */
+	/* A send met a full URA_FULL_MUTE (or REFUSE_MUTE) mailbox: the
+	 * body, which let go of the worker at its next receive (next_msg),
+	 * is muted as an event-based sender is at the end of its handler;
+	 * the receiver's mute list holds the token now, and the receive goes
+	 * on when the body runs again. A body that ended is not muted. */
 	if (ura__unlikely(w->mute_on)) {
 		if (f->status == F_DONE)
 			w->mute_on = NULL;
@@ -735,10 +735,11 @@ static struct ura_msg *next_msg(struct ura__fiber *f)
 		ura_system *sys = w->sys;
 		if (f->slice >= sys->batch || ura__unlikely(w->mute_on)) {
 			/* A batch taken: others get the worker (the turn's rule).
-			 * Or a send of this body met a full URA_FULL_MUTE (or REFUSE_MUTE)
-			 * mailbox: a receive is where an event-based sender's
-			 * handler would have ended, so the body lets go of the
-			 * worker here, to be muted (ura__fiber_turn). */
+			 * Or a send of this body met a full URA_FULL_MUTE (or
+			 * REFUSE_MUTE) mailbox: a receive is where an
+			 * event-based sender's handler would have ended, so the
+			 * body lets go of the worker here, to be muted
+			 * (ura__fiber_turn). */
 			switch_out(f, F_MORE);
 			continue;
 		}

@@ -395,9 +395,9 @@ static void release_paced(ura_system *sys, struct ura__worker *w, struct ura__bp
 		 * as a take of what the hold added: the sum stays >= 0, and
 		 * is clamped should a stop's hold ever break it). */
 		int64_t added = (int64_t)d + (int64_t)bp->taken_since - (int64_t)bp->rel_depth;
-		uint64_t b = added > 0 ? (uint64_t)added / bp->rel_n : 0;
-		b = b < 1 ? 1 : b > cap ? cap : b;
-		bp->burst = bp->burst ? (uint32_t)((3ull * bp->burst + b + 3) / 4) : (uint32_t)b;
+		uint64_t per = added > 0 ? (uint64_t)added / bp->rel_n : 0;
+		per = per < 1 ? 1 : per > cap ? cap : per;
+		bp->burst = bp->burst ? (uint32_t)((3ull * bp->burst + per + 3) / 4) : (uint32_t)per;
 	}
 	/* Until a release has been seen through, one message a sender. */
 	uint32_t max = UINT32_MAX, b = bp->burst ? bp->burst : 1;

@@ -160,9 +160,10 @@ struct ura__worker {
 	struct ura__timers *tm;        /* time/ */
 	struct ura__io *io;            /* io/ */
 	struct ura__wrec *rec;         /* snap/ */
-	/* A send of the running turn's actor met a full URA_FULL_MUTE (or REFUSE_MUTE)
-	 * mailbox (core/bound.h): the receiver and its generation, and the
-	 * sender's ref (the turn mutes only its own actor). */
+	/* A send of the running turn's actor met a full URA_FULL_MUTE (or
+	 * REFUSE_MUTE) mailbox (core/bound.h): the receiver and its
+	 * generation, and the sender's ref (the turn mutes only its own
+	 * actor). */
 	struct ura__actor *mute_on;
 	uint32_t mute_gen;
 	uint64_t mute_from;

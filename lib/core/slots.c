@@ -28,9 +28,10 @@ static int ensure_chunks(ura_system *sys, uint32_t base, uint32_t n)
 		 * KiB is mmapped by glibc and starts 16 bytes into a page, so
 		 * every slot spanned three lines, and its first (the mailbox
 		 * head every sender writes) held the tail of the slot before
-		 * it. A pingpong beside a consumer fed by both workers lost
-		 * a cross-core miss on 1-5% of its sends to that, its p99
-		 * 0.2 -> 0.6 us (bench/README.md, slow_consumer). */
+		 * it. A pingpong beside a consumer fed by both workers took
+		 * a cross-core miss on 0.6-2% of its sends for that, its
+		 * p99 0.27 us aligned, 0.57 not (bench/README.md,
+		 * slow_consumer). */
 		struct ura__actor *chunk =
 			ura__aligned_alloc(URA__SLOT_ALIGN, URA__CHUNK * sizeof *chunk);
 		if (!chunk)

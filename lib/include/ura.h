@@ -440,10 +440,9 @@ typedef struct ura_class {
 /* ura_class.flags: a send of this class's actors to a full URA_FULL_MUTE
  * (or REFUSE_MUTE) mailbox is accepted over the bound instead of muting
  * the sender, as a send from outside any actor is: for an actor that
- * others wait on to
- * keep running -- one that drains a socket or a device, whose stall would
- * stall its own receivers' drain (a mute cycle through I/O that the
- * mute rule cannot see). */
+ * others wait on to keep running -- one that drains a socket or a device,
+ * whose stall would stall its own receivers' drain (a mute cycle through
+ * I/O that the mute rule cannot see). */
 #define URA_CLASS_UNMUTED 0x1ull
 
 /* ------------------------------------------------------------------------ */
@@ -874,7 +873,8 @@ URA_API int ura_spawn_ex_sys(ura_system *sys, const ura_class *cls,
  * never existed), -EINVAL (bad tag or value), -EMSGSIZE (over URA_MSG_MAX),
  * -ENOMEM, or -ESHUTDOWN. On failure nothing was sent. To a bounded
  * mailbox that is full (below), also -EAGAIN or URA_DROPPED, or the call
- * waits (from outside the workers, URA_FULL_MUTE and URA_FULL_REFUSE_MUTE). */
+ * waits (from outside the workers, URA_FULL_MUTE and
+ * URA_FULL_REFUSE_MUTE). */
 
 URA_API int ura_sendv_ctx(ura_ctx *cx, ura_ref to, ura_atom tag,
 			  const ura_value *vals, unsigned n);
@@ -914,9 +914,9 @@ URA_API int ura_sendv_sys(ura_system *sys, ura_ref to, ura_atom tag,
  * first, about as many at each take as its free room holds at what one
  * sender added last time, and all of them once it is empty: 1000
  * producers do not all wake for 512 free places. Messages to a muted
- * actor wait in its mailbox. A send
- * on a worker thread by no actor (ura_sendv_sys from a handler) is
- * accepted over the bound (ura_stats.mb_over): a worker never blocks.
+ * actor wait in its mailbox. A send on a worker thread by no actor
+ * (ura_sendv_sys from a handler) is accepted over the bound
+ * (ura_stats.mb_over): a worker never blocks.
  * The rule that keeps mutes from deadlocking: an actor is never muted on
  * a receiver that is muted itself; that send is accepted over the bound
  * instead. So muted actors form chains, never cycles, and the head of a
