@@ -4,18 +4,35 @@
 
 #include "util/util.h"
 
+int ura__ids_reserve(struct ura__ids **lp, uint32_t want)
+{
+	struct ura__ids *l = *lp;
+	if (l && l->cap >= want)
+		return 0;
+	uint32_t cap = l ? l->cap : 4;
+	while (cap < want) {
+		if (cap > UINT32_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	struct ura__ids *n = ura__realloc(l, sizeof *l + (size_t)cap * sizeof l->v[0]);
+	if (!n)
+		return -ENOMEM;
+	if (!l)
+		n->n = 0;
+	n->cap = cap;
+	*lp = n;
+	return 0;
+}
+
 int ura__ids_push(struct ura__ids **lp, int64_t v)
 {
 	struct ura__ids *l = *lp;
 	if (!l || l->n == l->cap) {
-		uint32_t cap = l ? l->cap * 2 : 4;
-		struct ura__ids *n = ura__realloc(l, sizeof *l + cap * sizeof l->v[0]);
-		if (!n)
-			return -ENOMEM;
-		if (!l)
-			n->n = 0;
-		n->cap = cap;
-		*lp = l = n;
+		int rc = ura__ids_reserve(lp, l ? l->n + 1 : 1);
+		if (rc < 0)
+			return rc;
+		l = *lp;
 	}
 	l->v[l->n++] = v;
 	return 0;

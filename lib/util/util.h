@@ -161,6 +161,8 @@ struct ura__ids {
 /* Appends v, growing the list (4, 8, 16, ...). 0 or -ENOMEM (then the list
  * is as it was). */
 int ura__ids_push(struct ura__ids **lp, int64_t v);
+/* Room for at least `want` ids (capacity doubled as often as needed). */
+int ura__ids_reserve(struct ura__ids **lp, uint32_t want);
 /* Removes one v (order not kept); returns the ids left. */
 uint32_t ura__ids_del(struct ura__ids *l, int64_t v);
 
