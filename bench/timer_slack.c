@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * timer_slack [N] [SPREAD_MS]: the cost of timer coalescing. One actor arms
- * N delayed sends to itself, deadlines spread uniformly over SPREAD_MS, and
+ * timer_slack [N] [SPREAD_MS] [--split]: the cost of timer coalescing. One
+ * actor arms N delayed sends to itself (--split: to a second actor, so that
+ * what the timers wait for is another actor's handler: the arming slices),
+ * deadlines spread uniformly over SPREAD_MS, and
  * records how late each arrives. Reports lateness p50/p99/p99.9, process CPU
  * time, and the workers' io_uring_enter calls (ura_stats.ring_enters). Run it
  * with URA_TIMER_SLACK_US=... to compare slack settings (kernel-notes/timers.md),
@@ -39,6 +41,7 @@ static void on_tick(ura_ctx *cx, const ura_msg *m)
 }
 
 static long n_armed, armed_late;
+static ura_ref target; /* the arming actor itself, or the receiver (--split) */
 static uint64_t spread, arm_start, arm_end;
 static unsigned seed = 42;
 
@@ -57,7 +60,7 @@ static void on_arm(ura_ctx *cx, const ura_msg *m)
 		uint64_t now = now_ns();
 		if (at <= now)
 			armed_late++;
-		ura_timer h = ura_send_after(cx, ura_self(cx), at > now ? at - now : 0, A_TICK,
+		ura_timer h = ura_send_after(cx, ura_ref_null(target) ? ura_self(cx) : target, at > now ? at - now : 0, A_TICK,
 					     (int64_t)(at > now ? at : now));
 		if (h < 0) {
 			fprintf(stderr, "ura_send_after: %s\n", ura_strerror((int)h));
@@ -72,6 +75,8 @@ static void on_arm(ura_ctx *cx, const ura_msg *m)
 
 URA_BEHAVIOR(ticker, URA_ON(A_ARM, "i", on_arm), URA_ON(A_TICK, "i", on_tick));
 static const ura_class ticker_class = { .name = "ticker", .initial = &ticker };
+URA_BEHAVIOR(receiver, URA_ON(A_TICK, "i", on_tick));
+static const ura_class receiver_class = { .name = "receiver", .initial = &receiver };
 
 static int cmp(const void *a, const void *b)
 {
@@ -90,6 +95,11 @@ int main(int argc, char **argv)
 	B_CHECK(ura_system_new(&sys, &(ura_config){ .workers = 1 }));
 	ura_ref t;
 	B_CHECK(ura_spawn(sys, &ticker_class, NULL, &t));
+	int split = 0;
+	for (int a = 1; a < argc; a++)
+		split |= !strcmp(argv[a], "--split");
+	if (split)
+		B_CHECK(ura_spawn(sys, &receiver_class, NULL, &target));
 	struct rusage r0, r1;
 	getrusage(RUSAGE_SELF, &r0);
 	ura_stats s0, s1;
@@ -109,10 +119,10 @@ int main(int argc, char **argv)
 	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
 		     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
 	const char *slack = getenv("URA_TIMER_SLACK_US");
-	printf("bench=timer_slack system=ura workers=%u n=%ld spread_ms=%ld slack_us=%s late_min_us=%.1f "
+	printf("bench=timer_slack system=ura workers=%u split=%d n=%ld spread_ms=%ld slack_us=%s late_min_us=%.1f "
 	       "late_p50_us=%.1f late_p99_us=%.1f late_p999_us=%.1f late_max_us=%.1f armed_late=%ld "
 	       "cpu_s=%.3f ring_enters=%llu arm_ns=%.0f wall_s=%.3f rate=%.0f\n",
-	       workers, n_total, spread_ms, slack ? slack : "default", late[0] / 1e3,
+	       workers, split, n_total, spread_ms, slack ? slack : "default", late[0] / 1e3,
 	       late[n_total / 2] / 1e3, late[n_total * 99 / 100] / 1e3,
 	       late[n_total * 999 / 1000] / 1e3, late[n_total - 1] / 1e3, armed_late, cpu,
 	       (unsigned long long)(s1.ring_enters - s0.ring_enters),
