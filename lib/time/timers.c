@@ -112,6 +112,11 @@ static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
 	 * waking for the raw deadline would fire nothing. */
 	uint64_t tick = ura__wheel_tick(&T->wheel);
 	uint64_t due = (r->t.deadline + tick - 1) & ~(tick - 1);
+	/* A coarse slot to cascade ahead of time (time/wheel.h): the next
+	 * pass expires, rather than the next deadline, which may be that
+	 * slot's. */
+	if (ura__wheel_busy(&T->wheel))
+		due = 0;
 	if (due < T->next_due)
 		T->next_due = due;
 }

@@ -19,6 +19,14 @@
  * overflow pass beyond it), never once per elapsed tick: idle stretches
  * are crossed with one bitmap scan per level.
  *
+ * Cascading a coarse slot at once stalled its owner: a level-2 slot of a
+ * wheel holding 1M timers over 10 s is 54k timers, 10 ms of cache misses,
+ * and every timer due meanwhile was that late (bench/timer_slack). So the
+ * next slot of level 2 or above is cascaded ahead of time, a bounded
+ * number of timers per expire() (the pre-cascade, wheel.c): its timers go
+ * to a second bank of the levels below it, placed as they will be when the
+ * cursor reaches the slot, and reaching it only flips those levels' banks.
+ *
  * Single-threaded: the owning worker alone touches a wheel and its timers.
  */
 #ifndef URA_TIME_WHEEL_H
@@ -31,11 +39,13 @@
 #define URA__WHEEL_SLOTS (1u << URA__WHEEL_BITS)
 #define URA__WHEEL_LEVELS 7
 
-/* Lists after the slots: two for timers armed already due (the one that
- * fills while expire() drains the other, so a timer that keeps re-arming
- * itself in the past cannot hold expire() forever), and the overflow. */
+/* The slots come in two banks per level (the live one and the one a
+ * pre-cascade fills). Lists after them: two for timers armed already due
+ * (the one that fills while expire() drains the other, so a timer that
+ * keeps re-arming itself in the past cannot hold expire() forever), and
+ * the overflow. */
 enum {
-	URA__WHEEL_DUE0 = URA__WHEEL_LEVELS * URA__WHEEL_SLOTS,
+	URA__WHEEL_DUE0 = 2 * URA__WHEEL_LEVELS * URA__WHEEL_SLOTS,
 	URA__WHEEL_DUE1,
 	URA__WHEEL_OVERFLOW,
 	URA__WHEEL_NLISTS
@@ -55,14 +65,24 @@ struct ura__timer {              /* embedded in the owner's record */
 struct ura__wheel_list {
 	struct ura__timer *head;
 	uint64_t lo;
+	size_t n; /* timers in it: paces a pre-cascade (wheel.c) */
 };
 
 struct ura__wheel {
-	uint64_t bits[URA__WHEEL_LEVELS]; /* non-empty slots, one word a level */
+	/* Non-empty slots, one word a level, per bank. */
+	uint64_t bits[2][URA__WHEEL_LEVELS];
+	uint8_t bank[URA__WHEEL_LEVELS]; /* each level's live bank */
 	uint64_t cur;     /* tick reached: all due at or before it have fired */
 	unsigned shift;   /* tick = 1 << shift ns */
 	unsigned due;     /* which due list takes new already-due timers */
 	size_t count;
+	/* The pre-cascade (wheel.c): the slot it empties (a list index, or
+	 * URA__WHEEL_NLISTS for none), its level and digit, its first tick. */
+	uint32_t pre;
+	unsigned pre_level, pre_slot;
+	uint64_t pre_base;
+	uint64_t pre_lo;  /* lower bound of the ticks it has placed */
+	size_t moved_max; /* most timers one expire() moved: tests read it */
 	struct ura__wheel_list list[URA__WHEEL_NLISTS];
 };
 
@@ -88,6 +108,11 @@ uint64_t ura__wheel_next(struct ura__wheel *w);
 size_t ura__wheel_expire(struct ura__wheel *w, uint64_t now_ns,
 			 void (*fire)(struct ura__timer *t, void *ud), void *ud);
 size_t ura__wheel_count(const struct ura__wheel *w);
+/* Whether expire() has work now that fires nothing: a pre-cascade to
+ * begin or go on. The owner that arms calls expire() soon after (its
+ * next pass), rather than at the next deadline, which may be the slot
+ * itself. */
+int ura__wheel_busy(const struct ura__wheel *w);
 
 static inline uint64_t ura__wheel_tick(const struct ura__wheel *w)
 {
