@@ -108,6 +108,7 @@ struct ura__wstats {
 		io_submitted, io_completed,
 		wakeups_ring,             /* of wakeups: by IORING_OP_MSG_RING */
 		fiber_switches,           /* actor/fiber.c */
+		timers_stolen,            /* time/timers.c, ura__timers_steal */
 		spin_yields;              /* runtime/worker.c, find_work */
 };
 
@@ -131,6 +132,12 @@ struct ura__worker {
 	int watch_v;                   /* -1: none */
 	uint64_t watch_turns, watch_since, watch_wait;
 	uint64_t watch_look;           /* when it last read the peers' slots */
+	uint64_t tsteal_look;          /* ... and their timers (time/timers.c) */
+	/* The busy peer whose timers a sleep is bounded for, its turn count
+	 * then, and how far apart such wakes are while it keeps turning
+	 * (ura__timers_steal_wait). */
+	int twatch_v;
+	uint64_t twatch_turns, twatch_back;
 	uint64_t watch_woke;           /* idle_epoch of the last watch wake sent */
 	/* Another node's inject queue this worker watches (steal_inject):
 	 * the node (-1: none), its pop count when first seen, since when. */

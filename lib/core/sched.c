@@ -192,11 +192,17 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		return;
 	}
 	atomic_store_explicit(&w->next, a, memory_order_release);
-	/* Someone must look at the slot if our turn goes on: wake one
-	 * sleeper to watch it, once per busy period (idle_epoch moves on
-	 * every idle -> busy), unless a worker spins or watches already.
-	 * relaxed loads: a heuristic; a watch missed costs latency, never
-	 * the actor, which runs here after the turn. */
+	/* Someone must look at the slot if our turn goes on. */
+	ura__wake_watcher(w);
+}
+
+void ura__wake_watcher(struct ura__worker *w)
+{
+	/* Once per busy period (idle_epoch moves on every idle -> busy),
+	 * unless a worker spins or watches already. relaxed loads: a
+	 * heuristic; a watch missed costs latency, never the work, which
+	 * runs here after the turn. */
+	ura_system *sys = w->sys;
 	if (sys->nworkers > 1 && w->watch_woke != ura__ld(&w->idle_epoch) &&
 	    atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) &&
 	    !atomic_load_explicit(&sys->nspinning, memory_order_relaxed) &&

@@ -13,6 +13,10 @@
  * node's inject queue. The caller holds the actor's token and gives it
  * to the run queue. */
 void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
+/* From a turn that left work only this worker will do unless another
+ * looks (an actor in its next slot, a timer armed on its wheel): wakes
+ * a sleeping peer to watch, once per busy period. */
+void ura__wake_watcher(struct ura__worker *w);
 /* Puts an actor that used up its turn at the back of w's run queue. */
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
 /* Wakes v if it is asleep (one wake per sleep); self: the waking worker,

@@ -591,7 +591,9 @@ typedef struct ura_stats {
 	uint64_t slots;            /* actor slots made, 128 bytes each: the
 	                              actors alive and the free ones kept for
 	                              reuse (see ura_system_stats(3)) */
-	uint64_t reserved_[2];     /* written as zero: later counters go here */
+	uint64_t timers_stolen;    /* of timers_fired: fired by an idle worker
+	                              for the busy one that armed them */
+	uint64_t reserved_[1];     /* written as zero: later counters go here */
 	/* Context-switching actors: alive now; switches into their bodies;
 	 * stacks mapped now (running, waiting, or kept in the pool); of
 	 * those, kept in the pool for the next spawn. */

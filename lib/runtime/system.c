@@ -148,6 +148,7 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
 		w->watch_v = -1;
 		w->iwatch_n = -1;
 		w->qwatch_v = -1;
+		w->twatch_v = -1;
 		w->poller.efd = w->poller.epfd = -1;
 		if (topo->node[e] != last) {
 			last = topo->node[e];
@@ -498,6 +499,7 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->io_completed += ura__ld(&s->io_completed);
 		out->fiber_switches += ura__ld(&s->fiber_switches);
 		out->spin_yields += ura__ld(&s->spin_yields);
+		out->timers_stolen += ura__ld(&s->timers_stolen);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
 	out->mb_dropped = ura__ld(&sys->bpst.dropped);

@@ -242,6 +242,12 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	uint64_t vis = ura__sched_visible(w, now);
 	if (vis > 1 && (!watch || vis < watch))
 		watch = vis;
+	/* A busy peer's timers, ours to fire once they wait (time/timers.c):
+	 * a bound on the sleep, not a watch (watchers make others skip
+	 * wakes for run-queue work). */
+	uint64_t tw = ura__timers_steal_wait(w, now);
+	if (tw && tw < wait)
+		wait = tw;
 	if (watch) {
 		if (watch < wait)
 			wait = watch;
@@ -305,6 +311,21 @@ static struct ura__actor *find_work(struct ura__worker *w)
 				atomic_fetch_sub_explicit(&sys->nspinning, 1, memory_order_seq_cst);
 				ura__mx_state(w, URA__MX_BUSY, now);
 				return a;
+			}
+			/* A busy peer's due timers, a few looks per grace period
+			 * (each reads lines the peer writes as it arms). Busy
+			 * before the fires: they move quiescence counters. The
+			 * actors they wake are ours to run (the loop picks). */
+			if (now - w->tsteal_look >= sys->steal_next_ns / 4) {
+				w->tsteal_look = now;
+				if (ura__timers_steal(w, now, 1)) {
+					atomic_fetch_sub_explicit(&sys->nspinning, 1,
+								  memory_order_seq_cst);
+					mark_busy(w);
+					ura__mx_state(w, URA__MX_BUSY, now);
+					ura__timers_steal(w, now, 0);
+					return NULL;
+				}
 			}
 			/* A spin that was preempted (a look that took far
 			 * longer than a look) shares its CPU with a thread

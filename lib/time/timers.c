@@ -28,6 +28,26 @@ static inline struct ura__trec *rec_at(struct ura__timers *T, uint32_t idx)
 	return chunk ? &chunk[idx & (URA__TCHUNK - 1)] : NULL;
 }
 
+/* The wheel lock (timers.h). acquire: pairs with wl_unlock's release, so
+ * the last holder's wheel, free list and record links are ours. */
+static inline void wl_lock(struct ura__timers *T)
+{
+	while (atomic_exchange_explicit(&T->wlock, 1, memory_order_acquire))
+		while (atomic_load_explicit(&T->wlock, memory_order_relaxed))
+			ura__cpu_relax();
+}
+
+static inline int wl_trylock(struct ura__timers *T)
+{
+	return !atomic_load_explicit(&T->wlock, memory_order_relaxed) &&
+	       !atomic_exchange_explicit(&T->wlock, 1, memory_order_acquire);
+}
+
+static inline void wl_unlock(struct ura__timers *T)
+{
+	atomic_store_explicit(&T->wlock, 0, memory_order_release);
+}
+
 static int timers_init(struct ura__timers *T, uint64_t now, uint64_t slack)
 {
 	memset(T, 0, sizeof *T);
@@ -36,7 +56,7 @@ static int timers_init(struct ura__timers *T, uint64_t now, uint64_t slack)
 		return -ENOMEM;
 	pthread_mutex_init(&T->lock, NULL);
 	ura__wheel_init(&T->wheel, now, slack);
-	T->next_due = UINT64_MAX;
+	atomic_store_explicit(&T->next_due, UINT64_MAX, memory_order_relaxed);
 	return 0;
 }
 
@@ -117,8 +137,9 @@ static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
 	 * slot's. */
 	if (ura__wheel_busy(&T->wheel))
 		due = 0;
-	if (due < T->next_due)
-		T->next_due = due;
+	/* relaxed: under wlock (timers.h). */
+	if (due < atomic_load_explicit(&T->next_due, memory_order_relaxed))
+		atomic_store_explicit(&T->next_due, due, memory_order_relaxed);
 }
 
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
@@ -143,9 +164,14 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 		owner = &sys->workers[k % sys->nworkers];
 	}
 	struct ura__timers *T = owner->tm;
+	if (w)
+		wl_lock(T); /* the free list and the wheel: a thief may fire */
 	struct ura__trec *r = rec_get(T, w == NULL);
-	if (!r)
+	if (!r) {
+		if (w)
+			wl_unlock(T);
 		return -ENOMEM;
+	}
 	r->msg = m;
 	r->to = to;
 	r->t.deadline = ura__now_ns() + delay;
@@ -156,6 +182,11 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 		ura__inc(&w->st.sent);
 		ura__inc(&w->st.timers_armed);
 		wheel_add(T, r);
+		wl_unlock(T);
+		/* If this turn goes on past the deadline, an idle peer fires
+		 * it (ura__timers_steal): one must be awake to bound its
+		 * sleep by it. */
+		ura__wake_watcher(w);
 	} else {
 		/* Count before the owner can see it (quiescence). */
 		ura__ext_count_other(sys);
@@ -216,9 +247,14 @@ int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
 		sched_yield(); /* a snapshot copies its message: still pending */
 		want = gen << 2 | URA__T_ARMED;
 	}
-	if (self == owner && ura__wheel_armed(&r->t)) {
-		finish_cancel(owner, r);
-		return 0;
+	if (self == owner) {
+		wl_lock(owner->tm);
+		int armed = ura__wheel_armed(&r->t);
+		if (armed)
+			finish_cancel(owner, r);
+		wl_unlock(owner->tm);
+		if (armed)
+			return 0;
 	}
 	/* Not ours, or still in the arm inbox: the owner finishes it. */
 	push_stack(&owner->tm->cancels, r, 1);
@@ -226,9 +262,17 @@ int ura__timer_cancel(ura_system *sys, struct ura__worker *self, ura_timer h)
 	return 0;
 }
 
+/* Who fires: the worker that posts (the owner, or a thief), and the
+ * owner's tables, which get the record back. */
+struct fire_ctx {
+	struct ura__worker *w;
+	struct ura__timers *T;
+};
+
 static void fire(struct ura__timer *t, void *ud)
 {
-	struct ura__worker *w = ud;
+	struct fire_ctx *fc = ud;
+	struct ura__worker *w = fc->w;
 	struct ura__trec *r = (struct ura__trec *)t;
 	uint32_t s = atomic_load_explicit(&r->state, memory_order_relaxed);
 	while ((s & 3) == URA__T_SNAP) {
@@ -245,7 +289,7 @@ static void fire(struct ura__timer *t, void *ud)
 	uint64_t due = r->t.deadline, now = w->mx->fire_now; /* metrics */
 	ura__hist_add(&w->mx->timer_late, now > due ? now - due : 0);
 	ura__post_made(w, r->to, r->msg);
-	rec_put(w->tm, r);
+	rec_put(fc->T, r);
 }
 
 /* Owner: adopts arms from other threads and finishes remote cancels. */
@@ -273,28 +317,139 @@ static void drain_stacks(struct ura__worker *w)
 	}
 }
 
+static inline int stacks_pending(struct ura__timers *T)
+{
+	return atomic_load_explicit(&T->inbox, memory_order_relaxed) ||
+	       atomic_load_explicit(&T->cancels, memory_order_relaxed);
+}
+
 void ura__timers_drain(struct ura__worker *w)
 {
 	struct ura__timers *T = w->tm;
-	if (atomic_load_explicit(&T->inbox, memory_order_relaxed) ||
-	    atomic_load_explicit(&T->cancels, memory_order_relaxed))
+	if (stacks_pending(T)) {
+		wl_lock(T);
 		drain_stacks(w);
+		wl_unlock(T);
+	}
+}
+
+/* wlock held: fires what is due on T's wheel at *now, posted by w. */
+static size_t expire_locked(struct ura__worker *w, struct ura__timers *T, uint64_t now)
+{
+	struct fire_ctx fc = { w, T };
+	w->mx->fire_now = now; /* fire's lateness, without a clock read each */
+	size_t n = ura__wheel_expire(&T->wheel, now, fire, &fc);
+	/* relaxed: under wlock (timers.h). */
+	atomic_store_explicit(&T->next_due, T->wheel.count ? ura__wheel_next(&T->wheel) : UINT64_MAX,
+			      memory_order_relaxed);
+	return n;
 }
 
 int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 {
 	(void)idle;
 	struct ura__timers *T = w->tm;
-	ura__timers_drain(w);
-	if (T->wheel.count && ura__clock(now) >= T->next_due) {
-		w->mx->fire_now = *now; /* fire's lateness, without a clock read each */
-		size_t n = ura__wheel_expire(&T->wheel, *now, fire, w);
-		T->next_due = ura__wheel_next(&T->wheel);
-		return n > 0;
+	int due = ura__clock(now) >= atomic_load_explicit(&T->next_due, memory_order_relaxed);
+	if (!due && !stacks_pending(T))
+		return 0;
+	wl_lock(T);
+	if (stacks_pending(T))
+		drain_stacks(w);
+	size_t n = 0;
+	if (T->wheel.count && ura__clock(now) >= atomic_load_explicit(&T->next_due,
+									memory_order_relaxed))
+		n = expire_locked(w, T, *now);
+	else if (!T->wheel.count)
+		atomic_store_explicit(&T->next_due, UINT64_MAX, memory_order_relaxed);
+	wl_unlock(T);
+	return n > 0;
+}
+
+/* A peer whose due timers an idle worker may fire: busy (an idle one
+ * fires its own), and its earliest due a grace period ago. */
+static inline int stealable(struct ura__worker *w, struct ura__worker *v, uint64_t now)
+{
+	ura_system *sys = w->sys;
+	/* Not wheel.count: the owner's, under wlock; next_due is
+	 * UINT64_MAX when the wheel is empty. */
+	if (v == w || atomic_load_explicit(&v->idle, memory_order_relaxed))
+		return 0;
+	uint64_t due = atomic_load_explicit(&v->tm->next_due, memory_order_relaxed);
+	uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+	return due != UINT64_MAX && now >= due && now - due >= grace;
+}
+
+int ura__timers_steal(struct ura__worker *w, uint64_t now, int look)
+{
+	ura_system *sys = w->sys;
+	int found = 0;
+	if (sys->nworkers < 2 || !sys->steal_queue_ns) /* the deterministic build's (det.c) */
+		return 0;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[(w->id + 1 + i) % sys->nworkers];
+		if (!stealable(w, v, now))
+			continue;
+		if (look)
+			return 1;
+		/* Taken only if free: the owner holds it only to arm or fire,
+		 * and then it is not stuck. */
+		if (!wl_trylock(v->tm))
+			continue;
+		size_t n = 0;
+		if (stealable(w, v, now))
+			n = expire_locked(w, v->tm, now);
+		wl_unlock(v->tm);
+		if (n) {
+			ura__add(&w->st.timers_stolen, n);
+			w->twatch_back = 0;
+			found = 1;
+		}
 	}
-	if (!T->wheel.count)
-		T->next_due = UINT64_MAX;
-	return 0;
+	return found;
+}
+
+/*
+ * A sleep is bounded so that the worker looks when a busy peer's earliest
+ * timer has waited the grace period. A peer that turns on and fires its
+ * own timers would wake us for nothing at each of its deadlines, so each
+ * wake that finds it has turned since doubles the next interval (up to
+ * TWATCH_BACK_MAX); a steal resets it. A peer stuck in one turn is then
+ * looked at within that bound: a timer of a worker stuck after a long
+ * healthy run waits at most TWATCH_BACK_MAX plus the grace.
+ */
+#define TWATCH_BACK_MAX (10 * URA_MSEC)
+
+uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
+{
+	ura_system *sys = w->sys;
+	uint64_t wait = 0;
+	if (sys->nworkers < 2 || !sys->steal_queue_ns)
+		return 0;
+	for (unsigned i = 0; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[i];
+		if (v == w || atomic_load_explicit(&v->idle, memory_order_relaxed))
+			continue;
+		uint64_t due = atomic_load_explicit(&v->tm->next_due, memory_order_relaxed);
+		if (due == UINT64_MAX)
+			continue;
+		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+		uint64_t turns = ura__ld(&v->st.turns);
+		if (w->twatch_v != (int)v->id) {
+			w->twatch_v = (int)v->id;
+			w->twatch_back = 0;
+		} else if (w->twatch_turns != turns) {
+			uint64_t b = w->twatch_back ? 2 * w->twatch_back : grace;
+			w->twatch_back = b < TWATCH_BACK_MAX ? b : TWATCH_BACK_MAX;
+		}
+		w->twatch_turns = turns;
+		due += grace;
+		uint64_t t = due > now ? due - now : 1;
+		if (t < w->twatch_back)
+			t = w->twatch_back;
+		if (!wait || t < wait)
+			wait = t;
+	}
+	return wait;
 }
 
 /* At destroy (workers stopped): frees pending records' messages and the

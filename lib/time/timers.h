@@ -6,7 +6,10 @@
  * message it will deliver (copied at arm time). Its handle names the
  * record and its generation, so a stale handle can never touch a reused
  * record. Who may touch what:
- *  - the owning worker alone arms (into its wheel), fires and frees;
+ *  - the owning worker arms (into its wheel), fires and frees, under its
+ *    wheel lock `wlock`, which an idle worker takes in its place to fire
+ *    the due timers of an owner stuck in a long turn (ura__timers_steal):
+ *    a timer must not wait for a handler of another actor;
  *  - any thread may cancel: one CAS on the record's state decides between
  *    the canceller and the firing owner, so the message is delivered at
  *    most once; a canceller that is not the owner hands the record to the
@@ -48,9 +51,15 @@ _Static_assert(URA__TCHUNKS * URA__TCHUNK == URA_MAX_TIMERS, "ura.h says what th
 
 struct ura__timers {
 	/* Owner only. */
-	struct ura__wheel wheel;
+	struct ura__wheel wheel;      /* under wlock, as are `free`, the records'
+	                                 wheel links and next_due's stores */
 	struct ura__trec *free;       /* the owner's free records */
-	uint64_t next_due;            /* cached ura__wheel_next() */
+	/* Cached ura__wheel_next(); read without the lock by the owner
+	 * (relaxed: its own stores, or a thief's under wlock, which can only
+	 * make it later or UINT64_MAX) and by thieves (a look). */
+	_Atomic uint64_t next_due;
+	/* 0 free, 1 held: the owner, or a thief that fires for it. */
+	_Atomic int wlock;
 	/* Chunks: published with release, read by cancellers (acquire). */
 	_Atomic(struct ura__trec *) *chunks;
 	_Atomic uint32_t nchunks;     /* under lock for growth */
@@ -94,7 +103,10 @@ static inline int ura__timers_pending(struct ura__worker *w)
 {
 	struct ura__timers *T = w->tm;
 	/* relaxed peeks: the drain's exchanges synchronize. */
-	return T->wheel.count || atomic_load_explicit(&T->inbox, memory_order_relaxed) ||
+	/* next_due, not wheel.count: a thief may be firing (under wlock);
+	 * it is UINT64_MAX while the wheel is empty. */
+	return atomic_load_explicit(&T->next_due, memory_order_relaxed) != UINT64_MAX ||
+	       atomic_load_explicit(&T->inbox, memory_order_relaxed) ||
 	       atomic_load_explicit(&T->cancels, memory_order_relaxed);
 }
 static inline int ura__timers_due(struct ura__worker *w, uint64_t *now)
@@ -102,9 +114,18 @@ static inline int ura__timers_due(struct ura__worker *w, uint64_t *now)
 	struct ura__timers *T = w->tm;
 	return atomic_load_explicit(&T->inbox, memory_order_relaxed) ||
 	       atomic_load_explicit(&T->cancels, memory_order_relaxed) ||
-	       (T->wheel.count && ura__clock(now) >= T->next_due);
+	       ura__clock(now) >= atomic_load_explicit(&T->next_due, memory_order_relaxed);
 }
 int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle);
+/* An idle worker w: the due timers of peers that have not fired them for
+ * a grace period (sys->steal_next_ns; steal_remote_ns on another node),
+ * fired by w, their messages posted as w's. `look` only tells whether
+ * there are some (w then marks itself busy and calls it again to fire).
+ * Returns whether it found (or fired) any. */
+int ura__timers_steal(struct ura__worker *w, uint64_t now, int look);
+/* How long an idle worker may sleep before a busy peer's timers become
+ * its to fire (ura__timers_steal); 0: no such peer. */
+uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now);
 static inline int ura__timers_visible(struct ura__worker *w)
 {
 	/* seq_cst: the arm and cancel stacks are pushed with seq_cst CASes
@@ -114,7 +135,7 @@ static inline int ura__timers_visible(struct ura__worker *w)
 }
 static inline uint64_t ura__timers_deadline(struct ura__worker *w)
 {
-	return w->tm->wheel.count ? w->tm->next_due : UINT64_MAX;
+	return atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
 }
 
 #endif

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A timer does not wait for a handler of another actor (issue 14): an
+ * actor arms K delayed sends to another actor and then keeps its worker
+ * busy until all of them have arrived (at most 5 s a round). The worker
+ * that armed them owns them and fires only between turns, so each must
+ * have been fired by the other worker meanwhile (time/timers.c,
+ * ura__timers_steal), which sleeps no longer than the first deadline and
+ * a grace period. Not a timing test: the handler waits as long as it
+ * must, and the test counts only what arrived before the handler ended.
+ * Then a race: timers fired by the other worker while their owner cancels
+ * them from its handler; each is delivered or cancelled, never both.
+ * The meson suite runs it again with URA_TOPOLOGY=2x1, where the other
+ * worker is on the other node.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "tap.h"
+
+#define A_GO URA_ATOM("go")
+#define A_RACE URA_ATOM("race")
+#define A_TICK URA_ATOM("tick")
+#define K 8
+#define NRACE 400
+
+static _Atomic int g_got;       /* ticks in this round */
+static _Atomic int g_during;    /* ... while the armer's handler ran */
+static _Atomic int g_busy;      /* the armer's handler runs */
+static _Atomic int g_seen[NRACE];
+static _Atomic int g_cancel_bad;
+static uint64_t g_patience = 5 * URA_SEC; /* how long a handler waits */ /* ura_cancel answers other than 0 and -ENOENT */
+
+static void on_tick(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	int64_t id = ura_arg_i64(m, 0);
+	if (id >= 0 && id < NRACE)
+		atomic_fetch_add(&g_seen[id], 1);
+	if (atomic_load(&g_busy))
+		atomic_fetch_add(&g_during, 1);
+	atomic_fetch_add(&g_got, 1);
+}
+URA_BEHAVIOR(recv_beh, URA_ON(A_TICK, "i", on_tick));
+static const ura_class recv_class = { .name = "receiver", .initial = &recv_beh };
+
+typedef struct { ura_ref to; } armer;
+
+static void on_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	armer *a = ura_state(cx);
+	atomic_store(&g_got, 0);
+	atomic_store(&g_during, 0);
+	atomic_store(&g_busy, 1);
+	for (int i = 0; i < K; i++)
+		if (ura_send_after(cx, a->to, URA_MSEC + (uint64_t)i * 100 * URA_USEC, A_TICK,
+				   (int64_t)-1) < 0)
+			abort();
+	/* The long handler: until every tick arrived, or g_patience. */
+	uint64_t end = t_now_ns() + g_patience;
+	while (atomic_load(&g_got) < K && t_now_ns() < end)
+		;
+	atomic_store(&g_busy, 0);
+}
+
+/* Arms NRACE timers due over 2 ms, waits until the first have fired (on
+ * the other worker: this one is busy), then cancels them all. */
+static void on_race(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	armer *a = ura_state(cx);
+	static ura_timer h[NRACE];
+	atomic_store(&g_got, 0);
+	for (int i = 0; i < NRACE; i++) {
+		h[i] = ura_send_after(cx, a->to, URA_MSEC + (uint64_t)i * 5 * URA_USEC, A_TICK,
+				      (int64_t)i);
+		if (h[i] < 0)
+			abort();
+	}
+	uint64_t end = t_now_ns() + g_patience;
+	while (atomic_load(&g_got) < NRACE / 8 && t_now_ns() < end)
+		;
+	for (int i = 0; i < NRACE; i++) {
+		int rc = ura_cancel(ura_ctx_system(cx), h[i]);
+		if (rc != 0 && rc != -ENOENT)
+			atomic_fetch_add(&g_cancel_bad, 1);
+	}
+}
+URA_BEHAVIOR(armer_beh, URA_ON(A_GO, "", on_go), URA_ON(A_RACE, "", on_race));
+static const ura_class armer_class = { .name = "armer", .state_size = sizeof(armer),
+				       .initial = &armer_beh };
+
+static void rounds(int n)
+{
+	ura_system *sys = t_system(2);
+	/* On two nodes the ticks cannot arrive during the handler (below). */
+	g_patience = ura_system_nodes(sys) > 1 ? 50 * URA_MSEC : 5 * URA_SEC;
+	/* Both on worker 0: the ticks would run there, behind the armer. */
+	ura_spawn_opts on0 = { .worker = URA_WORKER(0) };
+	armer st = { 0 };
+	t_must(ura_spawn_ex(sys, &recv_class, NULL, &on0, &st.to));
+	ura_ref a;
+	t_must(ura_spawn_ex(sys, &armer_class, &st, &on0, &a));
+	t_rc(await_guarded(sys), 0, "spawned");
+	int during = 0, got = 0;
+	for (int r = 0; r < n; r++) {
+		t_must(ura_send(sys, a, A_GO));
+		if (await_guarded(sys) < 0)
+			break;
+		during += atomic_load(&g_during);
+		got += atomic_load(&g_got);
+	}
+	ura_stats s = stats(sys);
+	t_diag("%u nodes: %d of %d ticks arrived during the handler; timers stolen %llu of %llu "
+	       "fired", s.nodes, during, K * n, (unsigned long long)s.timers_stolen,
+	       (unsigned long long)s.timers_fired);
+	t_eq(got, K * n, "every tick arrived");
+	if (s.nodes == 1) {
+		t_eq(during, K * n, "every tick arrived while the armer's handler still ran");
+		t_ok(s.timers_stolen >= (uint64_t)(K * n),
+		     "the other worker fired them (%llu stolen)",
+		     (unsigned long long)s.timers_stolen);
+	} else {
+		/* The receiver lives on the busy worker's node: what the
+		 * other node fires goes through that node's inbox, which its
+		 * own workers drain. Counted, not required. */
+		t_ok(1, "2 nodes: the other node fired %llu (the ticks wait in the busy node's inbox)",
+		     (unsigned long long)s.timers_stolen);
+	}
+
+	/* The race. */
+	for (int i = 0; i < NRACE; i++)
+		atomic_store(&g_seen[i], 0);
+	t_must(ura_send(sys, a, A_RACE));
+	t_rc(await_guarded(sys), 0, "race: settled");
+	ura_stats s2 = stats(sys);
+	int twice = 0, delivered = 0;
+	for (int i = 0; i < NRACE; i++) {
+		int c = atomic_load(&g_seen[i]);
+		twice += c > 1;
+		delivered += c;
+	}
+	/* A handle the owner cancels after it fired answers -ENOENT; each
+	 * timer is either delivered or cancelled, none both, none lost. */
+	uint64_t cancelled = s2.timers_cancelled - s.timers_cancelled;
+	t_diag("race: %d delivered, %llu cancelled, %llu stolen", delivered,
+	       (unsigned long long)cancelled,
+	       (unsigned long long)(s2.timers_stolen - s.timers_stolen));
+	t_eq(twice, 0, "race: none delivered twice");
+	t_eq(atomic_load(&g_cancel_bad), 0, "race: every cancel answered 0 or -ENOENT");
+	t_eq((uint64_t)delivered + cancelled, (uint64_t)NRACE, "race: each delivered or cancelled");
+	if (s.nodes == 1)
+		t_ok(delivered >= NRACE / 8, "race: some fired before the cancels (%d)", delivered);
+	t_eq(s2.timers_pending, 0, "race: none left pending");
+	t_destroy(sys);
+}
+
+int main(void)
+{
+	if (getenv("URA_WORKERS")) {
+		t_skip("URA_WORKERS set: it overrides the worker count under test");
+		return t_done();
+	}
+	rounds(10);
+	return t_done();
+}
