@@ -365,25 +365,39 @@ int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 	return n > 0;
 }
 
-/* A peer whose due timers an idle worker may fire: busy (an idle one
- * fires its own), and its earliest due a grace period ago. */
-static inline int stealable(struct ura__worker *w, struct ura__worker *v, uint64_t now)
+/* Whether workers fire each other's timers: not alone, nor in the
+ * deterministic build (det.c, which zeroes steal_queue_ns). */
+static inline int steal_on(const ura_system *sys)
 {
-	ura_system *sys = w->sys;
-	/* Not wheel.count: the owner's, under wlock; next_due is
-	 * UINT64_MAX when the wheel is empty. */
+	return sys->nworkers > 1 && sys->steal_queue_ns;
+}
+
+/* When peer v's due timers become w's to fire: its earliest deadline
+ * plus the grace (*grace); UINT64_MAX if never: v is w, or idle (it
+ * fires its own), or its wheel is empty. Not wheel.count: the owner's,
+ * under wlock; next_due is UINT64_MAX while the wheel is empty. */
+static inline uint64_t steal_at(const struct ura__worker *w, struct ura__worker *v,
+				uint64_t *grace)
+{
+	const ura_system *sys = w->sys;
 	if (v == w || atomic_load_explicit(&v->idle, memory_order_relaxed))
-		return 0;
+		return UINT64_MAX;
 	uint64_t due = atomic_load_explicit(&v->tm->next_due, memory_order_relaxed);
-	uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
-	return due != UINT64_MAX && now >= due && now - due >= grace;
+	*grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+	return due == UINT64_MAX ? UINT64_MAX : due + *grace;
+}
+
+static inline int stealable(const struct ura__worker *w, struct ura__worker *v, uint64_t now)
+{
+	uint64_t grace;
+	return now >= steal_at(w, v, &grace);
 }
 
 int ura__timers_steal(struct ura__worker *w, uint64_t now, int look)
 {
 	ura_system *sys = w->sys;
 	int found = 0;
-	if (sys->nworkers < 2 || !sys->steal_queue_ns) /* the deterministic build's (det.c) */
+	if (!steal_on(sys))
 		return 0;
 	for (unsigned i = 0; i < sys->nworkers; i++) {
 		struct ura__worker *v = &sys->workers[(w->id + 1 + i) % sys->nworkers];
@@ -423,16 +437,13 @@ uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	uint64_t wait = 0;
-	if (sys->nworkers < 2 || !sys->steal_queue_ns)
+	if (!steal_on(sys))
 		return 0;
 	for (unsigned i = 0; i < sys->nworkers; i++) {
 		struct ura__worker *v = &sys->workers[i];
-		if (v == w || atomic_load_explicit(&v->idle, memory_order_relaxed))
-			continue;
-		uint64_t due = atomic_load_explicit(&v->tm->next_due, memory_order_relaxed);
+		uint64_t grace, due = steal_at(w, v, &grace);
 		if (due == UINT64_MAX)
 			continue;
-		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
 		uint64_t turns = ura__ld(&v->st.turns);
 		if (w->twatch_v != (int)v->id) {
 			w->twatch_v = (int)v->id;
@@ -442,7 +453,6 @@ uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 			w->twatch_back = b < TWATCH_BACK_MAX ? b : TWATCH_BACK_MAX;
 		}
 		w->twatch_turns = turns;
-		due += grace;
 		uint64_t t = due > now ? due - now : 1;
 		if (t < w->twatch_back)
 			t = w->twatch_back;

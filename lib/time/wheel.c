@@ -69,6 +69,26 @@ static inline uint64_t lo_mask(unsigned bits)
 	return ((uint64_t)1 << bits) - 1;
 }
 
+/* The level of a tick that differs from a base tick in the bits x. */
+static inline unsigned level_of(uint64_t x)
+{
+	return x ? (unsigned)(63 - __builtin_clzll(x)) / W_BITS : 0;
+}
+
+/* Level lvl's live slots after the cursor's digit; ~1 << 63 is 0, no UB. */
+static inline uint64_t slots_after(const struct ura__wheel *w, unsigned lvl)
+{
+	unsigned d = (unsigned)(w->cur >> (lvl * W_BITS)) & (W_SLOTS - 1);
+	return w->bits[w->bank[lvl]][lvl] & (~(uint64_t)1 << d);
+}
+
+/* The first tick of slot s of level lvl, in the cursor's span above it. */
+static inline uint64_t slot_start(const struct ura__wheel *w, unsigned lvl, unsigned s)
+{
+	unsigned sh = lvl * W_BITS;
+	return (w->cur & ~lo_mask(sh + W_BITS)) | ((uint64_t)s << sh);
+}
+
 /* Rounds up, so that a timer due at its tick boundary is never early.
  * The last tick saturates so that tick << shift cannot wrap. */
 static inline uint64_t to_tick(const struct ura__wheel *w, uint64_t ns)
@@ -134,8 +154,7 @@ static inline void unlink_timer(struct ura__wheel *w, struct ura__timer *t)
 /* A timer of the pre-cascaded slot, in the spare banks (see above). */
 static inline void pre_place(struct ura__wheel *w, struct ura__timer *t, uint64_t tick)
 {
-	uint64_t x = tick ^ w->pre_base;
-	unsigned lvl = x ? (unsigned)(63 - __builtin_clzll(x)) / W_BITS : 0;
+	unsigned lvl = level_of(tick ^ w->pre_base);
 	if (tick < w->pre_lo)
 		w->pre_lo = tick;
 	unsigned slot = (unsigned)(tick >> (lvl * W_BITS)) & (W_SLOTS - 1);
@@ -151,7 +170,7 @@ static inline void place(struct ura__wheel *w, struct ura__timer *t, uint64_t ti
 	if (x >> W_SPAN) {
 		idx = URA__WHEEL_OVERFLOW;
 	} else {
-		unsigned lvl = x ? (unsigned)(63 - __builtin_clzll(x)) / W_BITS : 0;
+		unsigned lvl = level_of(x);
 		idx = lidx(w->bank[lvl], lvl, (unsigned)(tick >> (lvl * W_BITS)) & (W_SLOTS - 1));
 		if (idx == w->pre) {
 			pre_place(w, t, tick);
@@ -217,15 +236,12 @@ static int next_event(const struct ura__wheel *w, uint64_t *at)
 	unsigned lvl;
 
 	for (lvl = 0; lvl < W_LEVELS; lvl++) {
-		unsigned sh = lvl * W_BITS;
-		unsigned d = (unsigned)(cur >> sh) & (W_SLOTS - 1);
-		/* Slots after the cursor's digit; ~1 << 63 is 0, no UB. */
-		uint64_t m = w->bits[w->bank[lvl]][lvl] & (~(uint64_t)1 << d);
+		uint64_t m = slots_after(w, lvl);
 		if (w->pre != W_NONE && lvl == w->pre_level)
 			m |= (uint64_t)1 << w->pre_slot; /* reached only at pre_base */
 		if (m) {
 			unsigned s = (unsigned)__builtin_ctzll(m);
-			*at = (cur & ~lo_mask(sh + W_BITS)) | ((uint64_t)s << sh);
+			*at = slot_start(w, lvl, s);
 			return (int)lidx(w->bank[lvl], lvl, s);
 		}
 	}
@@ -304,15 +320,13 @@ static size_t pre_move(struct ura__wheel *w, size_t n)
 static void pre_begin(struct ura__wheel *w)
 {
 	for (unsigned lvl = 2; lvl < W_LEVELS; lvl++) {
-		unsigned sh = lvl * W_BITS;
-		unsigned d = (unsigned)(w->cur >> sh) & (W_SLOTS - 1);
-		uint64_t m = w->bits[w->bank[lvl]][lvl] & (~(uint64_t)1 << d);
+		uint64_t m = slots_after(w, lvl);
 		if (m) {
 			unsigned s = (unsigned)__builtin_ctzll(m);
 			w->pre = lidx(w->bank[lvl], lvl, s);
 			w->pre_level = lvl;
 			w->pre_slot = s;
-			w->pre_base = (w->cur & ~lo_mask(sh + W_BITS)) | ((uint64_t)s << sh);
+			w->pre_base = slot_start(w, lvl, s);
 			w->pre_lo = UINT64_MAX;
 			return;
 		}
