@@ -7,8 +7,16 @@
  * not starve it), the flooder must make progress during the ping-pong (the
  * ping-pong does not starve it), and no turn of the flooder handles more
  * than ura_config.batch messages.
+ *
+ * Late arrivals: a turn takes the messages present when it began, and,
+ * when nothing else can run on its worker, those that arrived meanwhile
+ * (still at most batch). An actor's first handler waits until the main
+ * thread has sent it LATE more messages: all of them are handled in that
+ * same turn, unless the handler woke another actor, which then runs
+ * first.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "tap.h"
@@ -106,6 +114,77 @@ static const ura_class pinger_class = {
 };
 static const ura_class ponger_class = { .name = "ponger", .initial = &ponger_beh };
 
+#define A_FIRST URA_ATOM("first")
+#define A_LATE URA_ATOM("late")
+#define A_HI URA_ATOM("hi")
+#define LATE 32
+
+static _Atomic int g_in_first, g_sent_all;
+static _Atomic long g_late_handled, g_hi;
+static _Atomic uint64_t g_late_turn_start; /* st.turns seen in `first` */
+static ura_system *g_sys;
+
+static void late_first(ura_ctx *cx, const ura_msg *m)
+{
+	atomic_store(&g_in_first, 1);
+	/* The main thread's sends land while this turn runs (30 s: a hang
+	 * guard, not a timing). */
+	t_wait_until(atomic_load(&g_sent_all), 30 * URA_SEC, sched_yield());
+	ura_stats st;
+	if (ura_system_stats(g_sys, &st) == 0)
+		atomic_store(&g_late_turn_start, st.turns);
+	if (!ura_ref_null(ura_arg_ref(m, 0)) && ura_send(cx, ura_arg_ref(m, 0), A_HI) < 0)
+		atomic_fetch_add(&g_send_errors, 1);
+}
+static void late_one(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_fetch_add(&g_late_handled, 1);
+}
+static void late_hi(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	atomic_fetch_add(&g_hi, 1);
+}
+URA_BEHAVIOR(late_beh, URA_ON(A_FIRST, "r", late_first), URA_ON(A_LATE, "", late_one));
+URA_BEHAVIOR(hi_beh, URA_ON(A_HI, "", late_hi));
+static const ura_class late_class = { .name = "late", .initial = &late_beh };
+static const ura_class hi_class = { .name = "hi", .initial = &hi_beh };
+
+/* wake: the first handler sends to another actor, which then waits to
+ * run: the turn ends at the first message, and the late ones take a turn
+ * of their own after it (2 turns after the first). Else none. */
+static void run_late(int wake)
+{
+	const char *what = wake ? "late arrivals, another actor woken" : "late arrivals";
+	atomic_store(&g_in_first, 0);
+	atomic_store(&g_sent_all, 0);
+	atomic_store(&g_late_handled, 0);
+	atomic_store(&g_hi, 0);
+	atomic_store(&g_send_errors, 0);
+	ura_system *sys = t_system(1);
+	g_sys = sys;
+	ura_ref r, q = { 0 };
+	t_must(ura_spawn(sys, &late_class, NULL, &r));
+	if (wake)
+		t_must(ura_spawn(sys, &hi_class, NULL, &q));
+	t_must(ura_send(sys, r, A_FIRST, q));
+	t_wait_until(atomic_load(&g_in_first), 30 * URA_SEC, sched_yield());
+	int errs = 0;
+	for (int i = 0; i < LATE; i++)
+		errs += ura_send(sys, r, A_LATE) < 0;
+	atomic_store(&g_sent_all, 1);
+	t_rc(await_guarded(sys), 0, "%s: await", what);
+	t_eq(errs + atomic_load(&g_send_errors), 0, "%s: every send accepted", what);
+	t_eq(atomic_load(&g_late_handled), LATE, "%s: all %d handled", what, LATE);
+	t_eq(atomic_load(&g_hi), wake, "%s: the woken actor ran", what);
+	uint64_t more = stats(sys).turns - atomic_load(&g_late_turn_start);
+	t_eq(more, (uint64_t)(wake ? 2 : 0), "%s: turns after the first one's", what);
+	t_destroy(sys);
+}
+
 static void run(unsigned batch)
 {
 	unsigned eff = batch ? batch : 64; /* ura.h: 0 means 64 */
@@ -173,5 +252,7 @@ int main(void)
 	run(1);
 	run(8);
 	run(0);
+	run_late(0);
+	run_late(1);
 	return t_done();
 }

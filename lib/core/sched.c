@@ -529,12 +529,6 @@ struct ura__actor *ura__find_stealable(struct ura__worker *w, uint64_t now)
 	return a ? a : steal(w, now);
 }
 
-int ura__has_local(struct ura__worker *w)
-{
-	return atomic_load_explicit(&w->next, memory_order_relaxed) || w->ovf_head ||
-	       ura__rq_len(&w->rq);
-}
-
 uint64_t ura__sched_visible(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;

@@ -33,8 +33,6 @@ uint64_t ura__watch_wait(struct ura__worker *w, uint64_t now);
  * non-empty inject queue, and how long to sleep before looking; 0: none
  * to watch. */
 uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now);
-/* Owner: actors runnable on this worker. */
-int ura__has_local(struct ura__worker *w);
 /* Owner, after its seq_cst fence before sleeping: whether another
  * thread made work visible to the run queues: 0 none, 1 some to take now
  * (the inject queue, another node's queue, a ripe peer queue), or else
@@ -56,6 +54,15 @@ static inline uint32_t ura__rq_len(struct ura__runq *q)
 	uint32_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 	uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
 	return t - h;
+}
+
+/* Owner: actors runnable on this worker. Inline: a turn that reaches
+ * its last message asks (actor/turn.c). relaxed: only the owner fills
+ * the slot; a thief that empties it only makes the answer stale. */
+static inline int ura__has_local(struct ura__worker *w)
+{
+	return atomic_load_explicit(&w->next, memory_order_relaxed) || w->ovf_head ||
+	       ura__rq_len(&w->rq);
 }
 
 /* Owner only. */
