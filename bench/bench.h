@@ -103,6 +103,22 @@ static inline unsigned b_workers(ura_system *sys)
 	return st.workers;
 }
 
+/* URA_BENCH_STATS=1: the scheduler's counters on stderr, to read a run. */
+static inline void b_stats(const ura_stats *st)
+{
+	const char *e = getenv("URA_BENCH_STATS");
+	if (!e || strcmp(e, "1"))
+		return;
+	fprintf(stderr,
+		"stats: turns=%llu received=%llu steals=%llu sleeps=%llu "
+		"wakeups=%llu ring_enters=%llu spin_yields=%llu\n",
+		(unsigned long long)st->turns, (unsigned long long)st->received,
+		(unsigned long long)st->steals, (unsigned long long)st->sleeps,
+		(unsigned long long)st->wakeups,
+		(unsigned long long)st->ring_enters,
+		(unsigned long long)st->spin_yields);
+}
+
 /* Positional arguments, skipping "--flags": the i-th (1-based) one. */
 static inline long long b_pos(int argc, char **argv, int i, long long dflt)
 {

@@ -113,6 +113,7 @@ int main(int argc, char **argv)
 	double dt = b_now() - t0;
 	ura_stats st;
 	ura_system_stats(sys, &st);
+	b_stats(&st);
 	int rc = ura_system_destroy(sys);
 	int64_t pongs = 0, wrong = 0;
 	for (int64_t i = 0; i < W; i++) {
