@@ -181,7 +181,12 @@ static void run_late(int wake)
 	t_eq(atomic_load(&g_late_handled), LATE, "%s: all %d handled", what, LATE);
 	t_eq(atomic_load(&g_hi), wake, "%s: the woken actor ran", what);
 	uint64_t more = stats(sys).turns - atomic_load(&g_late_turn_start);
-	t_eq(more, (uint64_t)(wake ? 2 : 0), "%s: turns after the first one's", what);
+	/* The deterministic build (URA_SEED, scripts/det-seeds) picks each
+	 * turn's batch at random: the count is the real scheduler's. */
+	if (getenv("URA_SEED"))
+		t_skip("the deterministic build picks each turn's batch");
+	else
+		t_eq(more, (uint64_t)(wake ? 2 : 0), "%s: turns after the first one's", what);
 	t_destroy(sys);
 }
 
