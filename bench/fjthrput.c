@@ -60,6 +60,9 @@ int main(int argc, char **argv)
 	B_CHECK(ura_system_await(sys));
 	double dt = b_now() - t0;
 	unsigned workers = b_workers(sys);
+	ura_stats st;
+	if (ura_system_stats(sys, &st) == 0)
+		b_stats(&st);
 	int rc = ura_system_destroy(sys);
 	int bad = 0;
 	for (int64_t i = 0; i < A; i++)
