@@ -29,6 +29,7 @@
 #define A_CRASH URA_ATOM("crash")
 #define A_SPAWNM URA_ATOM("spawnm")
 #define A_BAD URA_ATOM("bad")
+#define A_HOLD URA_ATOM("hold")
 
 /* ---- the target: stops on request, with a reason -------------------- */
 
@@ -46,6 +47,17 @@ static void t_burst(ura_ctx *cx, const ura_msg *m)
 		ura_send(cx, to, A_MSG, i);
 	ura_exit(cx, A_CRASH, URA_NOVALUE);
 }
+/* hold: wait for g_release, so that whatever is sent behind it while it
+ * waits is queued at a live actor, wherever the target runs. */
+static atomic_int g_release;
+static void t_hold(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	/* acquire: pairs with the release store in w_late, after its sends. */
+	while (!atomic_load_explicit(&g_release, memory_order_acquire))
+		sched_yield();
+}
 static void t_tellstop(ura_ctx *cx, const ura_msg *m)
 {
 	ura_send(cx, ura_arg_ref(m, 0), A_DM);
@@ -53,6 +65,7 @@ static void t_tellstop(ura_ctx *cx, const ura_msg *m)
 }
 URA_BEHAVIOR(target_beh,
 	URA_ON(A_STOP, "", t_stop),
+	URA_ON(A_HOLD, "", t_hold),
 	URA_ON(A_TELLSTOP, "r", t_tellstop),
 	URA_ON(A_EXITV, "as", t_exitv),
 	URA_ON(A_BURST, "ri", t_burst));
@@ -140,8 +153,14 @@ static void w_late(ura_ctx *cx, const ura_msg *m)
 {
 	watcher *w = ura_state(cx);
 	ura_ref t = ura_arg_ref(m, 0);
+	/* The target holds until both are queued: with a second worker it
+	 * could otherwise be stolen, run the exit and be gone before the
+	 * monitor is made, which is noproc, not the case tested here. */
+	ura_send(cx, t, A_HOLD);
 	ura_send(cx, t, A_EXITV, A_CRASH, "late one");
 	w->mon[w->nmon++] = ura_monitor(cx, t);
+	/* release: pairs with the acquire load in t_hold. */
+	atomic_store_explicit(&g_release, 1, memory_order_release);
 }
 /* race(ref target): monitor it and ask it to tell us "dm", then stop:
  * "dm" reaches us before the DOWN (per-pair order), so the demonitor runs
@@ -343,10 +362,12 @@ static void test_noproc(void)
 
 static void test_late_monitor(void)
 {
-	/* One worker: the order is the mailbox's, nothing else. */
+	/* The exit is queued before the monitor, at a live target (see
+	 * w_late), on one worker or two (URA_WORKERS=2 under 2x1). */
 	ura_system *sys = t_system(1);
 	ura_ref t, w;
 	reset();
+	atomic_store(&g_release, 0);
 	t_must(ura_spawn(sys, &target_class, NULL, &t));
 	t_must(ura_spawn(sys, &watcher_class, NULL, &w));
 	t_must(ura_send(sys, w, A_LATE, t));
