@@ -119,6 +119,15 @@ struct ura__worker {
 	unsigned node;                 /* dense node index */
 	int cpu;                       /* pinned CPU, -1 if none */
 	uint64_t local_dry_since;      /* local victims empty since (0: no) */
+	/* Whether another node's run queue is worth taking from before its
+	 * actors have waited (core/sched.c, remote_measure): how long the
+	 * queue must have waited (0: any queued actor), and the clock and
+	 * turn count at the last take from one, 0 once measured. */
+	uint64_t remote_grace;
+	uint64_t rsteal_since, rsteal_turns;
+	/* While short: when a take may probe whether the turns got long,
+	 * and the gap to the probe after (doubling while they stay short). */
+	uint64_t rprobe_at, rprobe_gap;
 	struct ura__outbox *outbox;    /* per node; NULL with one node */
 	unsigned outbox_dirty;         /* outboxes holding messages */
 	unsigned next_streak;          /* next-slot runs in a row */
@@ -139,6 +148,7 @@ struct ura__worker {
 	int twatch_v;
 	uint64_t twatch_turns, twatch_back;
 	uint64_t watch_woke;           /* idle_epoch of the last watch wake sent */
+	uint32_t watch_woke_taken;     /* and next_taken then */
 	/* Another node's inject queue this worker watches (steal_inject):
 	 * the node (-1: none), its pop count when first seen, since when. */
 	int iwatch_n;
@@ -146,11 +156,12 @@ struct ura__worker {
 	uint64_t iwatch_since;
 	/* A peer's run queue this worker watches (core/sched.c,
 	 * queue_ripe): the peer (-1: none), its tail when the watch began,
-	 * since when. Its actors are taken only once those queued then have
-	 * waited steal_queue_ns. */
+	 * since when, for how long. Its actors are taken only once those
+	 * queued then have waited steal_queue_ns (remote_grace for a peer
+	 * on another node). */
 	int qwatch_v;
 	uint32_t qwatch_tail;
-	uint64_t qwatch_since;
+	uint64_t qwatch_since, qwatch_wait;
 	/* Until when the spin gives its CPU away at each look (runtime/
 	 * worker.c, find_work): set when a spin found it had been preempted. */
 	uint64_t polite_until;
@@ -185,6 +196,10 @@ struct ura__worker {
 	 * turn for steal_next_ns: a woken actor must not wait for its
 	 * waker's long handler while a worker idles (core/sched.c). */
 	alignas(URA__CACHELINE) _Atomic(struct ura__actor *) next;
+	/* Bumped by a thief that took the slot (on the line its CAS just
+	 * took): the owner may wake a watcher again in the same busy period
+	 * (ura__wake_watcher). */
+	_Atomic uint32_t next_taken;
 	/* Its own line: the owner writes the slot on every wake, and a
 	 * spinning thief reads the queue's head and tail in a loop. */
 	alignas(URA__CACHELINE) struct ura__runq rq;

@@ -199,17 +199,26 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 void ura__wake_watcher(struct ura__worker *w)
 {
 	/* Once per busy period (idle_epoch moves on every idle -> busy),
-	 * unless a worker spins or watches already. relaxed loads: a
-	 * heuristic; a watch missed costs latency, never the work, which
-	 * runs here after the turn. */
+	 * and once more after each time a thief took the slot: that thief
+	 * ran the actor, may have gone back to sleep before we refilled the
+	 * slot, and watches nothing then (one handler that woke the same
+	 * actor again and again kept it for its whole turn: bench/count
+	 * under 2x1, issue 14). Never while a worker spins or watches
+	 * already. relaxed loads: a heuristic; a watch missed costs
+	 * latency, never the work, which runs here after the turn. */
 	ura_system *sys = w->sys;
-	if (sys->nworkers > 1 && w->watch_woke != ura__ld(&w->idle_epoch) &&
-	    atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) &&
-	    !atomic_load_explicit(&sys->nspinning, memory_order_relaxed) &&
-	    !atomic_load_explicit(&sys->nwatching, memory_order_relaxed) && !w->turn_ends) {
-		w->watch_woke = ura__ld(&w->idle_epoch);
-		wake_among(sys, w, 0, sys->nworkers, w->id + 1);
-	}
+	if (sys->nworkers < 2 || w->turn_ends ||
+	    !atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) ||
+	    atomic_load_explicit(&sys->nspinning, memory_order_relaxed) ||
+	    atomic_load_explicit(&sys->nwatching, memory_order_relaxed))
+		return;
+	uint64_t epoch = ura__ld(&w->idle_epoch);
+	uint32_t taken = atomic_load_explicit(&w->next_taken, memory_order_relaxed);
+	if (w->watch_woke == epoch && w->watch_woke_taken == taken)
+		return;
+	w->watch_woke = epoch;
+	w->watch_woke_taken = taken;
+	wake_among(sys, w, 0, sys->nworkers, w->id + 1);
 }
 
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)
@@ -254,13 +263,18 @@ void ura__refill(struct ura__worker *w)
  * heuristic; the CAS in ura__rq_grab decides what is taken, and what is
  * not taken runs on its owner.
  */
+static uint64_t queue_grace(const struct ura__worker *w, const struct ura__worker *v)
+{
+	return v->node == w->node ? w->sys->steal_queue_ns : w->remote_grace;
+}
+
 static int queue_ripe(struct ura__worker *w, struct ura__worker *v, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	if (!sys->steal_queue_ns) /* the deterministic build's (det.c) */
 		return ura__rq_len(&v->rq) != 0;
 	if (w->qwatch_v >= 0) {
-		if (now - w->qwatch_since < sys->steal_queue_ns)
+		if (now - w->qwatch_since < w->qwatch_wait)
 			return 0; /* one watch at a time, and no look meanwhile */
 		if (w->qwatch_v == (int)v->id) {
 			uint32_t h = atomic_load_explicit(&v->rq.head, memory_order_relaxed);
@@ -275,6 +289,7 @@ static int queue_ripe(struct ura__worker *w, struct ura__worker *v, uint64_t now
 		w->qwatch_v = (int)v->id;
 		w->qwatch_tail = t;
 		w->qwatch_since = now;
+		w->qwatch_wait = queue_grace(w, v);
 	}
 	return 0;
 }
@@ -290,8 +305,11 @@ static struct ura__actor *steal_range(struct ura__worker *w, unsigned first,
 		if (v == w)
 			continue;
 		/* Another node's queue is taken only after steal_remote_ns
-		 * without local work (steal): its age is that wait. */
-		if (remote ? !ura__rq_len(&v->rq) : !queue_ripe(w, v, now))
+		 * without local work (steal), and, unless its turns were
+		 * long the last time (remote_measure), only what has waited
+		 * there remote_grace (queue_ripe). */
+		if (remote && (!w->remote_grace || now >= w->rprobe_at)
+			    ? !ura__rq_len(&v->rq) : !queue_ripe(w, v, now))
 			continue; /* known empty, or not ripe: no CAS */
 		struct ura__actor *got[URA__STEAL_MAX];
 		uint32_t n = ura__rq_grab(&v->rq, got, URA__STEAL_MAX);
@@ -358,6 +376,10 @@ static struct ura__actor *steal_next(struct ura__worker *w, uint64_t now)
 								    memory_order_acquire,
 								    memory_order_relaxed)) {
 				w->watch_v = -1;
+				/* relaxed: a count for the owner's next
+				 * wake_watcher, a heuristic (see there). */
+				atomic_fetch_add_explicit(&v->next_taken, 1,
+							  memory_order_relaxed);
 				return a;
 			}
 			return NULL;
@@ -474,6 +496,44 @@ uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now)
 	return 0;
 }
 
+/*
+ * A take from another node's run queue moves actors away from their
+ * memory and from their partners, whose messages then cross nodes: worth
+ * it for turns long enough to pay for that, not for a chatter of short
+ * turns. Under 2x1, with every actor homed on node 0, taking whatever was
+ * queued there made big, chameneos and contention 3-5x slower than
+ * leaving node 1 idle, and mailbox_actors (turns of 256 sends) 2x faster
+ * (bench/README.md, issue 14). So the thief times what it took, from the
+ * take to its next look for work, over the turns it ran meanwhile: long
+ * turns on average, and it takes from another node's queue whenever
+ * something is queued there (remote_grace 0); short ones, and only what
+ * has waited steal_remote_ns there (queue_ripe), which an owner that
+ * keeps up never lets happen; but a take now and then, 1 ms after the
+ * last and twice as long after each that found short turns (at most
+ * 64 ms), finds out whether they got long. Measured again at each take.
+ */
+#define URA__REMOTE_TURN_NS (2 * URA_USEC)
+#define URA__RPROBE_MIN_NS (1 * URA_MSEC)
+#define URA__RPROBE_MAX_NS (64 * URA_MSEC)
+static void remote_measure(struct ura__worker *w, uint64_t now)
+{
+	if (!w->rsteal_since)
+		return;
+	uint64_t turns = ura__ld(&w->st.turns) - w->rsteal_turns;
+	uint64_t per = (now - w->rsteal_since) / (turns ? turns : 1);
+	w->rsteal_since = 0;
+	if (per >= URA__REMOTE_TURN_NS) {
+		w->remote_grace = 0;
+		w->rprobe_gap = URA__RPROBE_MIN_NS;
+		return;
+	}
+	w->remote_grace = w->sys->steal_remote_ns;
+	w->rprobe_gap = w->rprobe_gap ? w->rprobe_gap * 2 : URA__RPROBE_MIN_NS;
+	if (w->rprobe_gap > URA__RPROBE_MAX_NS)
+		w->rprobe_gap = URA__RPROBE_MAX_NS;
+	w->rprobe_at = now + w->rprobe_gap;
+}
+
 /* Same node first; other nodes' run queues only once this node has had
  * nothing to steal for steal_remote_ns (a remote actor drags its memory
  * along). A stuck peer's next slot or a stuck node's inject queue is
@@ -481,6 +541,7 @@ uint64_t ura__watch_begin(struct ura__worker *w, uint64_t now)
 static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 {
 	ura_system *sys = w->sys;
+	remote_measure(w, now);
 	struct ura__node *n = &sys->nodes[w->node];
 	struct ura__actor *a = steal_range(w, n->first, n->count, 0, now);
 	int remote = 0;
@@ -514,6 +575,8 @@ static struct ura__actor *steal(struct ura__worker *w, uint64_t now)
 	for (unsigned k = 1; k < sys->nnodes; k++) {
 		struct ura__node *r = &sys->nodes[(w->node + k) % sys->nnodes];
 		if ((a = steal_range(w, r->first, r->count, 1, now))) {
+			w->rsteal_since = now ? now : 1;
+			w->rsteal_turns = ura__ld(&w->st.turns);
 			ura__inc(&w->st.steals);
 			ura__inc(&w->st.steals_remote);
 			URA_PROBE2(steal, w->id, 1);
@@ -543,16 +606,17 @@ uint64_t ura__sched_visible(struct ura__worker *w, uint64_t now)
 		struct ura__worker *v = &sys->workers[i];
 		if (v == w || !ura__rq_len(&v->rq))
 			continue;
-		if (v->node != w->node)
-			return 1;
+		if (v->node != w->node && (!sys->steal_queue_ns || !w->remote_grace))
+			return 1; /* taken as soon as seen (steal_range) */
 		/* A peer's young queue: its owner runs it, or we take it once
 		 * ripe (queue_ripe), in a sleep bounded by the watch. */
 		if (w->qwatch_v < 0) {
 			w->qwatch_v = (int)v->id;
 			w->qwatch_tail = atomic_load_explicit(&v->rq.tail, memory_order_relaxed);
 			w->qwatch_since = now;
+			w->qwatch_wait = queue_grace(w, v);
 		}
-		uint64_t due = w->qwatch_since + sys->steal_queue_ns;
+		uint64_t due = w->qwatch_since + w->qwatch_wait;
 		if (due <= now)
 			return 1;
 		wait = due - now;

@@ -149,6 +149,7 @@ static void lay_out(ura_system *sys, const struct ura__topo *topo)
 		w->iwatch_n = -1;
 		w->qwatch_v = -1;
 		w->twatch_v = -1;
+		w->remote_grace = sys->steal_remote_ns;
 		w->poller.efd = w->poller.epfd = -1;
 		if (topo->node[e] != last) {
 			last = topo->node[e];
