@@ -65,6 +65,9 @@ int main(int argc, char **argv)
 	B_CHECK(ura_spawn(sys, &producer_class, &(producer_state){ counter, N }, &producer));
 	B_CHECK(ura_send(sys, producer, A_GO));
 	B_CHECK(ura_system_await(sys));
+	ura_stats st;
+	if (ura_system_stats(sys, &st) == 0)
+		b_stats(&st);
 	double dt = b_now() - t0;
 	unsigned workers = b_workers(sys);
 	int rc = ura_system_destroy(sys);
