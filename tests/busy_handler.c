@@ -17,6 +17,7 @@
 
 #define A_GO URA_ATOM("go")
 #define A_WAKE URA_ATOM("wake")
+#define A_REWAKE URA_ATOM("rewake")
 #define MAX_K 4
 
 static _Atomic int g_ran;       /* kids that ran in this round */
@@ -53,7 +54,32 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 		;
 	atomic_store(&g_busy, 0);
 }
-URA_BEHAVIOR(waker_beh, URA_ON(A_GO, "", on_go));
+/* rewake: one handler wakes the same kid REWAKES times, each once the
+ * last has run and the worker that ran it has had time to sleep again.
+ * The owner woke a watcher once per busy period, so before 2eb174f only
+ * the first was taken: the thief slept with nothing to watch (count under
+ * 2x1 ran at 4M/s in half the runs). */
+#define REWAKES 5
+static void on_rewake(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	waker *w = ura_state(cx);
+	atomic_store(&g_waker_w, (int)ura_worker_id(cx));
+	atomic_store(&g_ran, 0);
+	atomic_store(&g_elsewhere, 0);
+	atomic_store(&g_busy, 1);
+	for (int i = 0; i < REWAKES; i++) {
+		ura_send(cx, w->kids[0], A_WAKE);
+		uint64_t end = t_now_ns() + 2 * URA_SEC;
+		while (atomic_load(&g_ran) <= i && t_now_ns() < end)
+			;
+		end = t_now_ns() + 5 * URA_MSEC; /* the thief's spin is 50 us */
+		while (t_now_ns() < end)
+			;
+	}
+	atomic_store(&g_busy, 0);
+}
+URA_BEHAVIOR(waker_beh, URA_ON(A_GO, "", on_go), URA_ON(A_REWAKE, "", on_rewake));
 static const ura_class waker_class = { .name = "waker", .state_size = sizeof(waker),
 				       .initial = &waker_beh };
 
@@ -98,6 +124,29 @@ static void rounds(int k, int n, int remote)
 	t_destroy(sys);
 }
 
+static void rewake(int n)
+{
+	ura_system *sys = t_system(2);
+	waker st = { .k = 1 };
+	ura_spawn_opts on0 = { .worker = URA_WORKER(0) };
+	t_must(ura_spawn_ex(sys, &kid_class, NULL, &on0, &st.kids[0]));
+	ura_ref w;
+	t_must(ura_spawn_ex(sys, &waker_class, &st, &on0, &w));
+	t_rc(await_guarded(sys), 0, "rewake: spawned");
+	int elsewhere = 0;
+	for (int r = 0; r < n; r++) {
+		t_must(ura_send(sys, w, A_REWAKE));
+		if (await_guarded(sys) < 0)
+			break;
+		elsewhere += atomic_load(&g_elsewhere);
+	}
+	/* Most, not all, as above. */
+	t_ok(2 * elsewhere >= REWAKES * n,
+	     "one handler woke the same actor %d times: most ran on the other worker meanwhile (%d of %d)",
+	     REWAKES, elsewhere, REWAKES * n);
+	t_destroy(sys);
+}
+
 int main(void)
 {
 	if (getenv("URA_WORKERS")) {
@@ -106,6 +155,7 @@ int main(void)
 	}
 	rounds(1, 10, 0);
 	rounds(MAX_K, 10, 0);
+	rewake(4);
 	ura_system *probe = t_system(2);
 	int nodes = ura_system_nodes(probe);
 	t_destroy(probe);
