@@ -38,14 +38,20 @@ static const ura_class kid_class = { .name = "kid", .initial = &kid_beh };
 
 typedef struct { ura_ref kids[MAX_K]; int k; } waker;
 
-static void on_go(ura_ctx *cx, const ura_msg *m)
+/* A round begins in the waker's handler: counts to zero, busy. */
+static waker *round_begin(ura_ctx *cx)
 {
-	(void)m;
-	waker *w = ura_state(cx);
 	atomic_store(&g_waker_w, (int)ura_worker_id(cx));
 	atomic_store(&g_ran, 0);
 	atomic_store(&g_elsewhere, 0);
 	atomic_store(&g_busy, 1);
+	return ura_state(cx);
+}
+
+static void on_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	waker *w = round_begin(cx);
 	for (int i = 0; i < w->k; i++)
 		ura_send(cx, w->kids[i], A_WAKE);
 	/* The long handler: until every kid ran, or 2 s. */
@@ -63,11 +69,7 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 static void on_rewake(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
-	waker *w = ura_state(cx);
-	atomic_store(&g_waker_w, (int)ura_worker_id(cx));
-	atomic_store(&g_ran, 0);
-	atomic_store(&g_elsewhere, 0);
-	atomic_store(&g_busy, 1);
+	waker *w = round_begin(cx);
 	for (int i = 0; i < REWAKES; i++) {
 		ura_send(cx, w->kids[0], A_WAKE);
 		uint64_t end = t_now_ns() + 2 * URA_SEC;
