@@ -207,14 +207,16 @@ void ura__wake_watcher(struct ura__worker *w)
 	 * already. relaxed loads: a heuristic; a watch missed costs
 	 * latency, never the work, which runs here after the turn. */
 	ura_system *sys = w->sys;
-	if (sys->nworkers < 2 || w->turn_ends ||
+	/* The owner's own lines first (the slot's line was just written):
+	 * the shared counts, which every sleep and wake writes, are read
+	 * only on the first fill of a busy period or after a take. */
+	uint64_t epoch = ura__ld(&w->idle_epoch);
+	uint32_t taken = atomic_load_explicit(&w->next_taken, memory_order_relaxed);
+	if ((w->watch_woke == epoch && w->watch_woke_taken == taken) ||
+	    sys->nworkers < 2 || w->turn_ends ||
 	    !atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) ||
 	    atomic_load_explicit(&sys->nspinning, memory_order_relaxed) ||
 	    atomic_load_explicit(&sys->nwatching, memory_order_relaxed))
-		return;
-	uint64_t epoch = ura__ld(&w->idle_epoch);
-	uint32_t taken = atomic_load_explicit(&w->next_taken, memory_order_relaxed);
-	if (w->watch_woke == epoch && w->watch_woke_taken == taken)
 		return;
 	w->watch_woke = epoch;
 	w->watch_woke_taken = taken;
