@@ -270,11 +270,22 @@ static uint64_t queue_grace(const struct ura__worker *w, const struct ura__worke
 	return v->node == w->node ? w->sys->steal_queue_ns : w->remote_grace;
 }
 
+/* One watch at a time, and a queue of our own node before another's: a
+ * watch of another node's queue (steal_remote_ns) gives way to a queued
+ * peer of ours, which would otherwise wait out that longer watch. */
+static void local_first(struct ura__worker *w, struct ura__worker *v)
+{
+	if (w->qwatch_v >= 0 && v->node == w->node &&
+	    w->sys->workers[w->qwatch_v].node != w->node && ura__rq_len(&v->rq))
+		w->qwatch_v = -1;
+}
+
 static int queue_ripe(struct ura__worker *w, struct ura__worker *v, uint64_t now)
 {
 	ura_system *sys = w->sys;
 	if (!sys->steal_queue_ns) /* the deterministic build's (det.c) */
 		return ura__rq_len(&v->rq) != 0;
+	local_first(w, v);
 	if (w->qwatch_v >= 0) {
 		if (now - w->qwatch_since < w->qwatch_wait)
 			return 0; /* one watch at a time, and no look meanwhile */
@@ -612,6 +623,7 @@ uint64_t ura__sched_visible(struct ura__worker *w, uint64_t now)
 			return 1; /* taken as soon as seen (steal_range) */
 		/* A peer's young queue: its owner runs it, or we take it once
 		 * ripe (queue_ripe), in a sleep bounded by the watch. */
+		local_first(w, v);
 		if (w->qwatch_v < 0) {
 			w->qwatch_v = (int)v->id;
 			w->qwatch_tail = atomic_load_explicit(&v->rq.tail, memory_order_relaxed);
