@@ -122,6 +122,10 @@ static int params_get(struct params *p, const ura_config *cfg)
 		return rc;
 	if (rc)
 		p->want_uring = b;
+	if ((rc = ura__env_bool(lg, "URA_PIN", &b)) < 0)
+		return rc;
+	if (rc)
+		p->pin = b;
 	if ((rc = ura__env_words(lg, "URA_TRACE", trace_words, &u)) < 0)
 		return rc;
 	if (rc && (u & 1))
