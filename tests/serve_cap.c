@@ -5,7 +5,8 @@
  * and each asks once (GET / or an echo): 20 are answered and stay, 20 are
  * closed without a reply. The 20 keep being served; when 5 of them leave,
  * 5 new clients get in. The refusals are logged in a line or two, not
- * one per connection.
+ * one per connection. Then the common options' bad values: the usage and
+ * exit status 2.
  *
  *   test_serve_cap PATH/TO/http_server|PATH/TO/echo_server
  *
@@ -125,5 +126,23 @@ int main(int argc, char **argv)
 	if (lines < 1 || lines > 3)
 		t_file_diag(err, 20);
 	unlink(err);
+
+	/* A value out of range is refused with the usage and status 2, before
+	 * anything listens; --help names every common option. */
+	static const char *const bad[][2] = {
+		{ "--max-conns", "0" }, { "--spin-us", "0" }, { "--spin-us", "1000001" },
+		{ "--workers", "x" }, { "--port", "65536" },
+	};
+	char cmd[512], out[4096];
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(cmd, sizeof cmd, "'%s' %s %s 2>&1", argv[1], bad[i][0], bad[i][1]);
+		int st = t_run(cmd, out, sizeof out);
+		t_ok(st == 2 && strstr(out, "usage:"), "%s %s: usage, exit status %d", bad[i][0],
+		     bad[i][1], st);
+	}
+	snprintf(cmd, sizeof cmd, "'%s' --help 2>&1", argv[1]);
+	int st = t_run(cmd, out, sizeof out);
+	t_ok(st == 0 && strstr(out, "--spin-us N") && strstr(out, "--max-conns N"),
+	     "--help: exit status %d, names --spin-us and --max-conns", st);
 	return t_done();
 }
