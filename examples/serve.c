@@ -31,11 +31,13 @@
  * when --max-conns comes from the fd limit. */
 #define FD_SPARE 32
 #define MAX_CONNS_DEFAULT 16384
-/* A server's work arrives as completions, and each look of a spin is an
- * io_uring_enter: the library's 50 us spin mostly polls an empty ring,
- * on CPUs the server may share with its clients or other programs. 5 us
- * cut the p99 latency under wrk on the same 2 CPUs by about a tenth, at
- * the same requests/s (bench/README.md, HTTP). */
+/* With I/O in flight each look of an idle worker's spin is an
+ * io_uring_enter that runs the network's task work, so the spin's length
+ * only decides how soon a worker with nothing to do sleeps and leaves
+ * CPUs the server may share with its clients or other programs. 5 us
+ * instead of the library's 50 cut the p99 latency under wrk on the same
+ * 2 CPUs by about a tenth, at the same requests/s (bench/README.md, HTTP:
+ * the example servers spin 5 us). */
 #define SPIN_US_DEFAULT 5
 
 uint64_t serve_now_ns(void)

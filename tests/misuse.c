@@ -156,7 +156,7 @@ static void test_env(void)
 		{ "URA_BATCH", "0" }, { "URA_TIMER_SLACK_US", " 5" }, { "URA_POOL_THREADS", "2x" },
 		{ "URA_STEAL_REMOTE_US", "99999999999" },
 		{ "URA_SPIN_US", "0" }, { "URA_METRICS_SAMPLE", "17" },
-		{ "URA_TOPOLOGY", "2y1" },
+		{ "URA_TOPOLOGY", "2y1" }, { "URA_PIN", "sometimes" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		const char *old = getenv(bad[i][0]);

@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 	unlink(err);
 
 	/* A value out of range is refused with the usage and status 2, before
-	 * anything listens; --help names every common option. */
+	 * anything listens; --help names the options. */
 	static const char *const bad[][2] = {
 		{ "--max-conns", "0" }, { "--spin-us", "0" }, { "--spin-us", "1000001" },
 		{ "--workers", "x" }, { "--port", "65536" },
