@@ -176,13 +176,16 @@ static struct ura__actor *incarnate(ura_system *sys, struct ura__worker *w,
 		return NULL;
 	}
 	/* A metered class keeps its record's pointer in inl's last bytes
-	 * (core/metrics.h): inline states are smaller there. */
+	 * (core/metrics.h), and a slot that was ever bounded its mailbox's
+	 * count in the first (core/slot.h): inline states are smaller
+	 * there. */
 	int metered = ura__metered(cls);
-	a->inline_state = cls->state_size <= (metered ? URA__AMX_INL : sizeof a->inl);
+	size_t off = a->bp_slot ? URA__BP_INL : 0;
+	a->inline_state = cls->state_size <= (metered ? URA__AMX_INL : sizeof a->inl) - off;
 	if (a->inline_state || metered)
-		memset(a->inl, 0, sizeof a->inl); /* the record: none yet */
+		memset(a->inl + off, 0, sizeof a->inl - off); /* the record: none yet */
 	if (a->inline_state) {
-		state = cls->state_size ? a->inl : NULL;
+		state = cls->state_size ? a->inl + off : NULL;
 	} else {
 		state = ura__calloc(1, cls->state_size);
 		if (!state) {

@@ -543,7 +543,8 @@ void ura__sig_bury_slow(struct ura__worker *w, struct ura__actor *a, struct ura_
 			 * value's copy moves into the tombstone. */
 			struct ura__tomb *t = tomb_of(a);
 			t->gen = ura__own_gen(a) - 1;
-			t->pad_ = 0;
+			/* Not pad_: it may be a bounded mailbox's count
+			 * (core/slot.h, URA__BP_DEPTH). */
 			t->reason = y->reason;
 			t->value = y->value;
 			a->tomb = 1;

@@ -59,12 +59,14 @@ _Static_assert(sizeof(struct ura__sig) <= 256, "a signal record is one 256-byte 
  * reason (see "late signals" in signal.c). a->tomb says it is there. */
 struct ura__tomb {
 	uint32_t gen;           /* the incarnation's generation */
-	uint32_t pad_;
+	uint32_t pad_;          /* never written: maybe a mailbox's count (core/slot.h) */
 	ura_atom reason;
 	ura_value value;        /* strings and bytes: a heap copy, owned */
 };
 _Static_assert(sizeof(struct ura__tomb) <= sizeof(((struct ura__actor *)0)->inl),
 	       "a tombstone fits the inline state");
+_Static_assert(offsetof(struct ura__tomb, pad_) == URA__BP_DEPTH,
+	       "a tombstone leaves a bounded mailbox's count alone");
 
 /* Whether s lives in its side record's block, after the record (made
  * so by ura__sig_of): it goes with the record, not on its own. */

@@ -81,6 +81,13 @@ static struct ura__bp *bp_make(ura_system *sys, struct ura__actor *a)
 		return NULL;
 	memset(bp, 0, sizeof *bp);
 	pthread_mutex_init(&bp->lock, NULL);
+	/* No sender can count yet: none has seen the bounded bit of this
+	 * slot. The bytes held an earlier incarnation's inline state;
+	 * from now on they are the count's (core/slot.h). relaxed: the
+	 * record's release below publishes it. */
+	a->bp_slot = 1;
+	bp->depth = ura__bp_depth(a);
+	atomic_store_explicit(bp->depth, 0, memory_order_relaxed);
 	/* release: pairs with the acquire in ura__bp_of. */
 	atomic_store_explicit(&page[i & (URA__CHUNK - 1)], bp, memory_order_release);
 	return bp;
@@ -163,9 +170,9 @@ static int reserve(struct ura__bp *bp, uint32_t cap, uint32_t *after, memory_ord
 {
 	/* relaxed otherwise: the count orders nothing by itself; the
 	 * message is published by the mailbox push. */
-	uint32_t d = atomic_load_explicit(&bp->depth, order);
+	uint32_t d = atomic_load_explicit(bp->depth, order);
 	while (d < cap) {
-		if (atomic_compare_exchange_weak_explicit(&bp->depth, &d, d + 1,
+		if (atomic_compare_exchange_weak_explicit(bp->depth, &d, d + 1,
 							  memory_order_relaxed,
 							  memory_order_relaxed)) {
 			*after = d + 1;
@@ -193,7 +200,7 @@ static void overload(ura_system *sys, struct ura__worker *w, struct ura__bp *bp,
 /* Counts m in, over the capacity. */
 static void admit_over(struct ura__bp *bp, struct ura_msg *m, uint32_t *after)
 {
-	*after = atomic_fetch_add_explicit(&bp->depth, 1, memory_order_relaxed) + 1;
+	*after = atomic_fetch_add_explicit(bp->depth, 1, memory_order_relaxed) + 1;
 	m->flags |= URA__MF_BP;
 }
 
@@ -310,7 +317,7 @@ int ura__bp_admit(ura_system *sys, struct ura__worker *w, ura_ref from, ura_ref 
 	 * after another as long as they find room, not as a herd. seq_cst:
 	 * as the receiver's read of nwait. */
 	if (atomic_fetch_sub_explicit(&bp->nwait, 1, memory_order_seq_cst) > 1 &&
-	    atomic_load_explicit(&bp->depth, memory_order_seq_cst) < cap)
+	    atomic_load_explicit(bp->depth, memory_order_seq_cst) < cap)
 		room_made(bp, 1);
 	if (rc == 0)
 		overload(sys, w, bp, a, to, after);
@@ -414,7 +421,7 @@ static void release_paced(ura_system *sys, struct ura__worker *w, struct ura__bp
 void ura__bp_taken(ura_system *sys, struct ura__worker *w, struct ura__bp *bp, unsigned n)
 {
 	/* seq_cst: the receiver's half of the handshakes in core/bound.h. */
-	uint32_t d = atomic_fetch_sub_explicit(&bp->depth, n, memory_order_seq_cst) - n;
+	uint32_t d = atomic_fetch_sub_explicit(bp->depth, n, memory_order_seq_cst) - n;
 	uint32_t low = atomic_load_explicit(&bp->low, memory_order_relaxed);
 	bp->taken_since += n;
 	if (d > low)
@@ -464,7 +471,7 @@ int ura__bp_mute(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 				bp->muted = a;
 			bp->muted_tail = a;
 			atomic_fetch_add_explicit(&bp->nmuted, 1, memory_order_seq_cst);
-			if (atomic_load_explicit(&bp->depth, memory_order_seq_cst) <=
+			if (atomic_load_explicit(bp->depth, memory_order_seq_cst) <=
 			    atomic_load_explicit(&bp->low, memory_order_relaxed)) {
 				/* Drained already: not muted after all. */
 				if (prev)
@@ -501,7 +508,7 @@ void ura__bp_stop(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		return;
 	uint32_t held = atomic_exchange_explicit(&bp->held, 0, memory_order_relaxed);
 	if (held)
-		atomic_fetch_sub_explicit(&bp->depth, held, memory_order_seq_cst);
+		atomic_fetch_sub_explicit(bp->depth, held, memory_order_seq_cst);
 	release_all(sys, w, bp);
 	if (atomic_load_explicit(&bp->nwait, memory_order_seq_cst))
 		room_made(bp, INT_MAX);
@@ -525,7 +532,7 @@ URA_API int ura_mailbox_hold(ura_ctx *cx, int on)
 		 * real depth. seq_cst: as a sender's add, for the handshake. */
 		uint32_t cap = atomic_load_explicit(&bp->cap, memory_order_relaxed);
 		atomic_store_explicit(&bp->held, cap, memory_order_relaxed);
-		atomic_fetch_add_explicit(&bp->depth, cap, memory_order_seq_cst);
+		atomic_fetch_add_explicit(bp->depth, cap, memory_order_seq_cst);
 		return 0;
 	}
 	atomic_store_explicit(&bp->held, 0, memory_order_relaxed);

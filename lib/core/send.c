@@ -234,7 +234,7 @@ URA_API int64_t ura_mailbox_depth(ura_system *sys, ura_ref r)
 	if (!bp)
 		return -ENOTSUP;
 	/* relaxed both: a moment's view; a hold's part is not messages. */
-	uint32_t d = atomic_load_explicit(&bp->depth, memory_order_relaxed);
+	uint32_t d = atomic_load_explicit(bp->depth, memory_order_relaxed);
 	uint32_t h = atomic_load_explicit(&bp->held, memory_order_relaxed);
 	return d >= h ? (int64_t)(d - h) : 0;
 }

@@ -47,6 +47,8 @@ struct ura__actor {
 	uint8_t inline_state : 1;  /* state lives in `inl` (actor/) */
 	uint8_t snap_ph : 1;       /* phase parity it was captured in (core/phase.h) */
 	uint8_t tomb : 1;          /* stopped: `inl` holds its exit reason (actor/signal.h) */
+	uint8_t bp_slot : 1;       /* was ever bounded: inl's bytes 4-7 are its
+	                              mailbox's count, for good (below) */
 	_Atomic uint16_t last_worker; /* where it last ran (ura_actor_worker) */
 	/* The node it lives on (placement). Written at spawn by the token
 	 * holder, read by senders that do not hold the token (routing):
@@ -56,7 +58,8 @@ struct ura__actor {
 	const ura_class *cls;        /* actor/ */
 	/* States up to this size live here: no second allocation, and an
 	 * idle actor with a small state fits in two cache lines. Aligned as
-	 * malloc aligns (max_align_t), so any state type fits. */
+	 * malloc aligns (max_align_t), so any state type fits. A slot
+	 * that was ever bounded keeps 16 bytes of it (URA__BP_INL). */
 	_Alignas(16) unsigned char inl[40];
 	const ura_behavior *beh;     /* actor/ */
 	void *state;                 /* `inl`, or a heap block for big states */
@@ -102,6 +105,26 @@ struct ura__actor_x {
 
 _Static_assert(sizeof(struct ura__actor) == 128, "an idle actor is 128 bytes");
 _Static_assert(offsetof(struct ura__actor, inl) % 16 == 0, "inline state aligned as malloc's");
+
+/*
+ * The count of a bounded mailbox (core/bound.h) lives in the slot of
+ * every incarnation once one was bounded (bp_slot), in inl's bytes 4-7:
+ * in the line whose mailbox head every sender exchanges anyway, so a
+ * sender's admission and its push take one contended line, not two
+ * (bench/README.md, "The count in the mailbox's line"). A stale sender
+ * may still count there after the slot's incarnation changed, so nothing
+ * else ever writes those bytes of such a slot: its inline states start at
+ * URA__BP_INL, a tombstone leaves its pad_ alone (actor/signal.h).
+ */
+#define URA__BP_DEPTH 4u
+#define URA__BP_INL 16u /* after the count, aligned as malloc aligns */
+_Static_assert(offsetof(struct ura__actor, inl) + URA__BP_DEPTH + 4 <= 64 &&
+		       offsetof(struct ura__actor, mb) == 0,
+	       "a bounded mailbox's count shares the line of its head");
+static inline _Atomic uint32_t *ura__bp_depth(struct ura__actor *a)
+{
+	return (_Atomic uint32_t *)(void *)(a->inl + URA__BP_DEPTH);
+}
 
 /* home_node's top bits (core/bound.h): the actor's mailbox is bounded;
  * the actor is muted (on a full mailbox); its class asked for its mailbox
