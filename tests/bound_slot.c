@@ -6,11 +6,11 @@
  * keeps its inline state clear of it, and so does the tombstone of a
  * stopped one, while stale senders may still count there.
  *
- * Two threads send without pause to whichever actor the main thread last
- * spawned, while it spawns and kills, in turn, a bounded and an unbounded
- * class (both with a 24-byte state, the most a bounded slot keeps inline)
- * in the few slots that free up, killing each with a string reason (a
- * tombstone with a heap copy). Every handler checks its state's pattern:
+ * Two threads send without pause to whichever actor a driver actor last
+ * spawned, while it spawns and kills, two of each in turn, a bounded and
+ * an unbounded class (both with a 24-byte state, the most a bounded slot
+ * keeps inline) in the few slots that free up, killing each with a string
+ * reason (a tombstone with a heap copy). Every handler checks its state's pattern:
  * a bounded actor's own count would break it at once if the state
  * overlapped the count, and a stale count could break an unbounded one.
  * At the end, idle, the bounded actors in reused slots show a depth of 0
@@ -18,7 +18,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
@@ -86,6 +85,10 @@ static const ura_class g_plain = { .name = "plain", .initial = &pat_beh, .init =
 
 /* Slot indices (the ref's low half) that held a bounded actor. */
 static uint8_t g_was_bounded[1 << 16];
+static uint32_t slot_of(ura_ref r)
+{
+	return (uint32_t)r.id & 0xffff;
+}
 static int g_reused, g_spawn_rc;
 
 /* The driver: a round kills the last child and spawns the next, on the
@@ -113,10 +116,9 @@ static void drive(ura_ctx *cx, const ura_msg *m)
 	ura_ref a;
 	g_spawn_rc = ura_spawn(cx, b ? &g_bounded : &g_plain, NULL, &a);
 	if (!g_spawn_rc) {
-		uint32_t idx = (uint32_t)a.id & 0xffff;
 		if (b)
-			g_was_bounded[idx] = 1;
-		else if (g_was_bounded[idx])
+			g_was_bounded[slot_of(a)] = 1;
+		else if (g_was_bounded[slot_of(a)])
 			g_reused++;
 		atomic_store(&g_target, a.id);
 		d->prev = a;
@@ -133,7 +135,7 @@ static void final(ura_ctx *cx, const ura_msg *m)
 	(void)m;
 	for (int i = 0; i < 64 && g_checked < 8; i++) {
 		ura_ref a;
-		if (ura_spawn(cx, &g_bounded, NULL, &a) || !g_was_bounded[(uint32_t)a.id & 0xffff])
+		if (ura_spawn(cx, &g_bounded, NULL, &a) || !g_was_bounded[slot_of(a)])
 			continue;
 		g_checked++;
 		if (ura_mailbox_depth(ura_ctx_system(cx), a) != 0)
@@ -163,12 +165,12 @@ int main(void)
 	t_must(ura_spawn(g_sys, &dc, NULL, &drv));
 	t_must(ura_send(g_sys, drv, A_ROUND));
 	t_wait_until(atomic_load(&g_done), 60 * URA_SEC, usleep(1000));
-	int reused = g_reused, spawn_rc = g_spawn_rc;
-	atomic_store(&g_done, 1);
+	int finished = atomic_load(&g_done), reused = g_reused, spawn_rc = g_spawn_rc;
+	atomic_store(&g_done, 1); /* the senders stop either way */
 	for (int i = 0; i < SENDERS; i++)
 		pthread_join(th[i], NULL);
 	t_rc(spawn_rc, 0, "%d rounds of spawn and kill", ROUNDS);
-	t_ok(atomic_load(&g_done), "the driver finished");
+	t_ok(finished, "the driver finished");
 	t_rc(await_guarded(g_sys), 0, "quiescent");
 	t_ok(reused > 0, "unbounded actors reused bounded slots (%d of %d)", reused,
 	     ROUNDS / 2);
