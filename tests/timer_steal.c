@@ -8,8 +8,14 @@
  * ura__timers_steal), which sleeps no longer than the first deadline and
  * a grace period. Not a timing test: the handler waits as long as it
  * must, and the test counts only what arrived before the handler ended.
- * Then a race: timers fired by the other worker while their owner cancels
- * them from its handler; each is delivered or cancelled, never both.
+ * Again after a watch wake: a turn first fills the worker's next slot,
+ * which wakes the other worker to watch it, and the arms come in a later
+ * turn of the same busy period, after that worker went back to sleep with
+ * no deadline to bound it (the arms must wake it again: one wake a busy
+ * period was not enough, 1 run in 20 under ASan beside CPU hogs; here
+ * every round). Then a race: timers fired by the other worker while their
+ * owner cancels them from its handler; each is delivered or cancelled,
+ * never both.
  * The meson suite runs it again with URA_TOPOLOGY=2x1, where the other
  * worker is on the other node.
  */
@@ -20,6 +26,9 @@
 #include "tap.h"
 
 #define A_GO URA_ATOM("go")
+#define A_GO_LATE URA_ATOM("go_late")
+#define A_PREP URA_ATOM("prep")
+#define A_NOP URA_ATOM("nop")
 #define A_RACE URA_ATOM("race")
 #define A_TICK URA_ATOM("tick")
 #define K 8
@@ -42,14 +51,18 @@ static void on_tick(ura_ctx *cx, const ura_msg *m)
 		atomic_fetch_add(&g_during, 1);
 	atomic_fetch_add(&g_got, 1);
 }
-URA_BEHAVIOR(recv_beh, URA_ON(A_TICK, "i", on_tick));
+static void on_nop(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+}
+URA_BEHAVIOR(recv_beh, URA_ON(A_TICK, "i", on_tick), URA_ON(A_NOP, "", on_nop));
 static const ura_class recv_class = { .name = "receiver", .initial = &recv_beh };
 
 typedef struct { ura_ref to; } armer;
 
-static void on_go(ura_ctx *cx, const ura_msg *m)
+static void arm_and_wait(ura_ctx *cx)
 {
-	(void)m;
 	armer *a = ura_state(cx);
 	atomic_store(&g_got, 0);
 	atomic_store(&g_during, 0);
@@ -63,6 +76,33 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 	while (atomic_load(&g_got) < K && t_now_ns() < end)
 		;
 	atomic_store(&g_busy, 0);
+}
+
+static void on_go(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	arm_and_wait(cx);
+}
+
+/* The receiver into this worker's next slot (a watch wake, if the other
+ * worker sleeps), and the arms in a later turn (A_GO_LATE). */
+static void on_prep(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	armer *a = ura_state(cx);
+	if (ura_send(cx, a->to, A_NOP) < 0 || ura_send(cx, ura_self(cx), A_GO_LATE) < 0)
+		abort();
+}
+
+/* Arms only once the watcher woken by on_prep has had time to sleep
+ * again (its spin is 50 us). */
+static void on_go_late(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	uint64_t until = t_now_ns() + 2 * URA_MSEC;
+	while (t_now_ns() < until)
+		;
+	arm_and_wait(cx);
 }
 
 /* Arms NRACE timers due over 2 ms, waits until the first have fired (on
@@ -88,9 +128,42 @@ static void on_race(ura_ctx *cx, const ura_msg *m)
 			atomic_fetch_add(&g_cancel_bad, 1);
 	}
 }
-URA_BEHAVIOR(armer_beh, URA_ON(A_GO, "", on_go), URA_ON(A_RACE, "", on_race));
+URA_BEHAVIOR(armer_beh, URA_ON(A_GO, "", on_go), URA_ON(A_PREP, "", on_prep),
+	     URA_ON(A_GO_LATE, "", on_go_late), URA_ON(A_RACE, "", on_race));
 static const ura_class armer_class = { .name = "armer", .state_size = sizeof(armer),
 				       .initial = &armer_beh };
+
+/* n rounds of `go` (A_GO, or A_PREP: the arms after a watch wake). */
+static ura_stats phase(ura_system *sys, ura_ref a, uint64_t go, int n, const char *what)
+{
+	int during = 0, got = 0;
+	ura_stats s0 = stats(sys);
+	for (int r = 0; r < n; r++) {
+		t_must(ura_send(sys, a, go));
+		if (await_guarded(sys) < 0)
+			break;
+		during += atomic_load(&g_during);
+		got += atomic_load(&g_got);
+	}
+	ura_stats s = stats(sys);
+	uint64_t stolen = s.timers_stolen - s0.timers_stolen;
+	t_diag("%s%u nodes: %d of %d ticks arrived during the handler; timers stolen %llu of %llu "
+	       "fired", what, s.nodes, during, K * n, (unsigned long long)stolen,
+	       (unsigned long long)(s.timers_fired - s0.timers_fired));
+	t_eq(got, K * n, "%severy tick arrived", what);
+	if (s.nodes == 1) {
+		t_eq(during, K * n, "%severy tick arrived while the armer's handler still ran", what);
+		t_ok(stolen >= (uint64_t)(K * n), "%sthe other worker fired them (%llu stolen)", what,
+		     (unsigned long long)stolen);
+	} else {
+		/* The receiver lives on the busy worker's node: what the
+		 * other node fires goes through that node's inbox, which its
+		 * own workers drain. Counted, not required. */
+		t_ok(1, "%s2 nodes: the other node fired %llu (the ticks wait in the busy node's inbox)",
+		     what, (unsigned long long)stolen);
+	}
+	return s;
+}
 
 static void rounds(int n)
 {
@@ -104,31 +177,8 @@ static void rounds(int n)
 	ura_ref a;
 	t_must(ura_spawn_ex(sys, &armer_class, &st, &on0, &a));
 	t_rc(await_guarded(sys), 0, "spawned");
-	int during = 0, got = 0;
-	for (int r = 0; r < n; r++) {
-		t_must(ura_send(sys, a, A_GO));
-		if (await_guarded(sys) < 0)
-			break;
-		during += atomic_load(&g_during);
-		got += atomic_load(&g_got);
-	}
-	ura_stats s = stats(sys);
-	t_diag("%u nodes: %d of %d ticks arrived during the handler; timers stolen %llu of %llu "
-	       "fired", s.nodes, during, K * n, (unsigned long long)s.timers_stolen,
-	       (unsigned long long)s.timers_fired);
-	t_eq(got, K * n, "every tick arrived");
-	if (s.nodes == 1) {
-		t_eq(during, K * n, "every tick arrived while the armer's handler still ran");
-		t_ok(s.timers_stolen >= (uint64_t)(K * n),
-		     "the other worker fired them (%llu stolen)",
-		     (unsigned long long)s.timers_stolen);
-	} else {
-		/* The receiver lives on the busy worker's node: what the
-		 * other node fires goes through that node's inbox, which its
-		 * own workers drain. Counted, not required. */
-		t_ok(1, "2 nodes: the other node fired %llu (the ticks wait in the busy node's inbox)",
-		     (unsigned long long)s.timers_stolen);
-	}
+	(void)phase(sys, a, A_GO, n, "");
+	ura_stats s = phase(sys, a, A_PREP, n, "after a watch wake: ");
 
 	/* The race. */
 	for (int i = 0; i < NRACE; i++)

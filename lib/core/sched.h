@@ -14,9 +14,13 @@
  * to the run queue. */
 void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a);
 /* From a turn that left work only this worker will do unless another
- * looks (an actor in its next slot, a timer armed on its wheel): wakes
- * a sleeping peer to watch, once per busy period. */
+ * looks (an actor in its next slot): wakes a sleeping peer to watch,
+ * once per busy period. */
 void ura__wake_watcher(struct ura__worker *w);
+/* For an arm that moved w's earliest deadline earlier (time/timers.c,
+ * watch_arm), after its seq_cst fence: wakes a sleeping peer to look at
+ * it, unless one spins or watches (it looks on its way to sleep). */
+void ura__wake_timer_watcher(struct ura__worker *w);
 /* Puts an actor that used up its turn at the back of w's run queue. */
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
 /* Wakes v if it is asleep (one wake per sleep); self: the waking worker,

@@ -125,7 +125,8 @@ static void rec_put(struct ura__timers *T, struct ura__trec *r)
 	}
 }
 
-static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
+/* True when it moved the earliest deadline earlier (see watch_arm). */
+static inline int wheel_add(struct ura__timers *T, struct ura__trec *r)
 {
 	ura__wheel_add(&T->wheel, &r->t);
 	/* The wheel fires at the tick boundary at or after the deadline:
@@ -138,8 +139,42 @@ static inline void wheel_add(struct ura__timers *T, struct ura__trec *r)
 	if (ura__wheel_busy(&T->wheel))
 		due = 0;
 	/* relaxed: under wlock (timers.h). */
-	if (due < atomic_load_explicit(&T->next_due, memory_order_relaxed))
-		atomic_store_explicit(&T->next_due, due, memory_order_relaxed);
+	if (due >= atomic_load_explicit(&T->next_due, memory_order_relaxed))
+		return 0;
+	atomic_store_explicit(&T->next_due, due, memory_order_relaxed);
+	return 1;
+}
+
+static inline int steal_on(const ura_system *sys);
+
+/*
+ * The owner, busy, has just moved its earliest deadline earlier: if this
+ * turn goes on past it, an idle peer fires it (ura__timers_steal), but a
+ * sleeping peer bounds its sleep by it only if it read it
+ * (ura__timers_steal_wait), so one is woken to look. Not once a busy
+ * period (ura__wake_watcher's rule, which the arms used to share): a
+ * wake for the next slot in a turn before the arms spent it, its
+ * sleeper slept again with no deadline to bound it, and the timers
+ * waited for the whole turn (tests/timer_steal, 1 run in 20 under ASan
+ * beside CPU hogs). Not for every arm either: a later deadline needs no
+ * wake (whoever saw the earlier one looks again by then), and a busy
+ * actor's timeout, armed into an empty wheel and cancelled within its
+ * turn, moves the deadline once a turn at most, while a spinning peer
+ * (most of them, when turns come that fast) takes no wake at all:
+ * bench/timeout_churn wakes as often as before (bench/README.md). A
+ * gen-counted once-per-announced-deadline scheme measured the same, and
+ * was not kept.
+ */
+static void watch_arm(struct ura__worker *w)
+{
+	if (!steal_on(w->sys))
+		return;
+	/* seq_cst fence: next_due was stored before it (under wlock); pairs
+	 * with the fence in worker_sleep (runtime/worker.c), after which a
+	 * sleeper reads next_due. Either we see it counted asleep (or
+	 * spinning), or it sees the new deadline (Dekker). */
+	ura__fence_seq_cst();
+	ura__wake_timer_watcher(w);
 }
 
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
@@ -181,12 +216,10 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 	if (w) {
 		ura__inc(&w->st.sent);
 		ura__inc(&w->st.timers_armed);
-		wheel_add(T, r);
+		int earlier = wheel_add(T, r);
 		wl_unlock(T);
-		/* If this turn goes on past the deadline, an idle peer fires
-		 * it (ura__timers_steal): one must be awake to bound its
-		 * sleep by it. */
-		ura__wake_watcher(w);
+		if (earlier)
+			watch_arm(w);
 	} else {
 		/* Count before the owner can see it (quiescence). */
 		ura__ext_count_other(sys);
@@ -292,9 +325,11 @@ static void fire(struct ura__timer *t, void *ud)
 	rec_put(fc->T, r);
 }
 
-/* Owner: adopts arms from other threads and finishes remote cancels. */
-static void drain_stacks(struct ura__worker *w)
+/* Owner: adopts arms from other threads and finishes remote cancels;
+ * true when an adopted arm moved the earliest deadline earlier. */
+static int drain_stacks(struct ura__worker *w)
 {
+	int earlier = 0;
 	struct ura__timers *T = w->tm;
 	/* Take the cancels first, then the inbox: an arm always precedes
 	 * its cancel, so every cancelled record we hold has been adopted (or
@@ -308,13 +343,14 @@ static void drain_stacks(struct ura__worker *w)
 		r->t.prev = NULL;
 		/* Cancelled before adoption: leave it out of the wheel. */
 		if ((atomic_load_explicit(&r->state, memory_order_acquire) & 3) == URA__T_ARMED)
-			wheel_add(T, r);
+			earlier |= wheel_add(T, r);
 	}
 	while (c) {
 		struct ura__trec *r = c;
 		c = r->link;
 		finish_cancel(w, r);
 	}
+	return earlier;
 }
 
 static inline int stacks_pending(struct ura__timers *T)
@@ -328,7 +364,7 @@ void ura__timers_drain(struct ura__worker *w)
 	struct ura__timers *T = w->tm;
 	if (stacks_pending(T)) {
 		wl_lock(T);
-		drain_stacks(w);
+		(void)drain_stacks(w);
 		wl_unlock(T);
 	}
 }
@@ -347,14 +383,14 @@ static size_t expire_locked(struct ura__worker *w, struct ura__timers *T, uint64
 
 int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 {
-	(void)idle;
 	struct ura__timers *T = w->tm;
 	int due = ura__clock(now) >= atomic_load_explicit(&T->next_due, memory_order_relaxed);
 	if (!due && !stacks_pending(T))
 		return 0;
 	wl_lock(T);
+	int earlier = 0;
 	if (stacks_pending(T))
-		drain_stacks(w);
+		earlier = drain_stacks(w);
 	size_t n = 0;
 	if (T->wheel.count && ura__clock(now) >= atomic_load_explicit(&T->next_due,
 									memory_order_relaxed))
@@ -362,6 +398,10 @@ int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 	else if (!T->wheel.count)
 		atomic_store_explicit(&T->next_due, UINT64_MAX, memory_order_relaxed);
 	wl_unlock(T);
+	/* Between turns, an arm from another thread is as one of ours (see
+	 * ura__timer_arm); idle, we fire our own. */
+	if (earlier && !idle)
+		watch_arm(w);
 	return n > 0;
 }
 
