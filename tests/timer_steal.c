@@ -13,7 +13,11 @@
  * turn of the same busy period, after that worker went back to sleep with
  * no deadline to bound it (the arms must wake it again: one wake a busy
  * period was not enough, 1 run in 20 under ASan beside CPU hogs; here
- * every round). Then a race: timers fired by the other worker while their
+ * every round). And timers armed before the busy period began: a turn
+ * arms them and ends, the workers sleep (the other one bounded by none
+ * of an idle worker's timers), a message from outside starts a long
+ * turn on the owner before the first deadline; becoming busy with a
+ * deadline that near must wake the other worker to watch it. Then a race: timers fired by the other worker while their
  * owner cancels them from its handler; each is delivered or cancelled,
  * never both.
  * The meson suite runs it again with URA_TOPOLOGY=2x1, where the other
@@ -22,6 +26,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "tap.h"
 
@@ -29,6 +34,10 @@
 #define A_GO_LATE URA_ATOM("go_late")
 #define A_PREP URA_ATOM("prep")
 #define A_NOP URA_ATOM("nop")
+#define A_ARM_ONLY URA_ATOM("arm_only")
+#define A_HOLD URA_ATOM("hold")
+#define FIRST_NS (9 * URA_MSEC) /* the pending phase's first deadline: within
+                                 * the 10 ms that ura__timers_busy looks ahead */
 #define A_RACE URA_ATOM("race")
 #define A_TICK URA_ATOM("tick")
 #define K 8
@@ -39,6 +48,9 @@ static _Atomic int g_during;    /* ... while the armer's handler ran */
 static _Atomic int g_busy;      /* the armer's handler runs */
 static _Atomic int g_seen[NRACE];
 static _Atomic int g_cancel_bad;
+static _Atomic int g_armed;     /* the pending phase's arms are done */
+static _Atomic int g_late;      /* ... and its long turn came too late */
+static _Atomic uint64_t g_first_due;
 static uint64_t g_patience = 5 * URA_SEC; /* how long a handler waits */ /* ura_cancel answers other than 0 and -ENOENT */
 
 static void on_tick(ura_ctx *cx, const ura_msg *m)
@@ -128,8 +140,40 @@ static void on_race(ura_ctx *cx, const ura_msg *m)
 			atomic_fetch_add(&g_cancel_bad, 1);
 	}
 }
+/* Arms K timers, the first FIRST_NS away, and ends its turn. */
+static void on_arm_only(ura_ctx *cx, const ura_msg *m)
+{
+	(void)m;
+	armer *a = ura_state(cx);
+	atomic_store(&g_got, 0);
+	atomic_store(&g_during, 0);
+	atomic_store(&g_first_due, t_now_ns() + FIRST_NS);
+	for (int i = 0; i < K; i++)
+		if (ura_send_after(cx, a->to, FIRST_NS + (uint64_t)i * 100 * URA_USEC, A_TICK,
+				   (int64_t)-1) < 0)
+			abort();
+	atomic_store(&g_armed, 1);
+}
+
+/* The long turn, begun (by a message from outside) with them pending;
+ * one that begins within 1 ms of the first deadline tells nothing. */
+static void on_hold(ura_ctx *cx, const ura_msg *m)
+{
+	(void)cx;
+	(void)m;
+	if (t_now_ns() + URA_MSEC > atomic_load(&g_first_due)) {
+		atomic_store(&g_late, 1);
+		return;
+	}
+	atomic_store(&g_busy, 1);
+	uint64_t end = t_now_ns() + g_patience;
+	while (atomic_load(&g_got) < K && t_now_ns() < end)
+		;
+	atomic_store(&g_busy, 0);
+}
 URA_BEHAVIOR(armer_beh, URA_ON(A_GO, "", on_go), URA_ON(A_PREP, "", on_prep),
-	     URA_ON(A_GO_LATE, "", on_go_late), URA_ON(A_RACE, "", on_race));
+	     URA_ON(A_GO_LATE, "", on_go_late), URA_ON(A_RACE, "", on_race),
+	     URA_ON(A_ARM_ONLY, "", on_arm_only), URA_ON(A_HOLD, "", on_hold));
 static const ura_class armer_class = { .name = "armer", .state_size = sizeof(armer),
 				       .initial = &armer_beh };
 
@@ -165,6 +209,47 @@ static ura_stats phase(ura_system *sys, ura_ref a, uint64_t go, int n, const cha
 	return s;
 }
 
+/* Rounds of timers pending when the long turn begins, until n began in
+ * time (a loaded machine starts some late), at most 4n. */
+static void pending_phase(ura_system *sys, ura_ref a, int n)
+{
+	const char *what = "armed before the busy period: ";
+	int during = 0, got = 0, valid = 0, r = 0;
+	ura_stats s0 = stats(sys);
+	for (; r < 4 * n && valid < n; r++) {
+		atomic_store(&g_armed, 0);
+		atomic_store(&g_late, 0);
+		t_must(ura_send(sys, a, A_ARM_ONLY));
+		uint64_t end = t_now_ns() + 5 * URA_SEC;
+		while (!atomic_load(&g_armed) && t_now_ns() < end)
+			;
+		/* Both workers asleep by now: the owner's turn took
+		 * microseconds, a spin is 50 us. */
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		t_must(ura_send(sys, a, A_HOLD));
+		if (await_guarded(sys) < 0)
+			break;
+		got += atomic_load(&g_got);
+		if (!atomic_load(&g_late)) {
+			valid++;
+			during += atomic_load(&g_during);
+		}
+	}
+	ura_stats s = stats(sys);
+	uint64_t stolen = s.timers_stolen - s0.timers_stolen;
+	t_diag("%s%u nodes: %d of %d rounds began in time; %d of their %d ticks arrived during the "
+	       "handler; %llu stolen", what, s.nodes, valid, r, during, K * valid,
+	       (unsigned long long)stolen);
+	t_eq(got, K * r, "%severy tick arrived", what);
+	if (s.nodes == 1) {
+		t_ok(valid > 0, "%ssome rounds began before the first deadline (%d)", what, valid);
+		t_eq(during, K * valid, "%severy tick arrived while the handler still ran", what);
+	} else {
+		t_ok(1, "%s2 nodes: counted, not required", what);
+	}
+}
+
 static void rounds(int n)
 {
 	ura_system *sys = t_system(2);
@@ -178,6 +263,7 @@ static void rounds(int n)
 	t_must(ura_spawn_ex(sys, &armer_class, &st, &on0, &a));
 	t_rc(await_guarded(sys), 0, "spawned");
 	(void)phase(sys, a, A_GO, n, "");
+	pending_phase(sys, a, n);
 	ura_stats s = phase(sys, a, A_PREP, n, "after a watch wake: ");
 
 	/* The race. */

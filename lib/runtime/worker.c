@@ -75,6 +75,7 @@ static inline void set_busy(struct ura__worker *w)
 	 * epoch move (see ura__quiescent). */
 	atomic_fetch_add_explicit(&w->idle_epoch, 1, memory_order_seq_cst);
 	atomic_store_explicit(&w->idle, 0, memory_order_seq_cst);
+	ura__timers_busy(w);
 }
 
 static inline void mark_busy(struct ura__worker *w)

@@ -502,6 +502,23 @@ uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 	return wait;
 }
 
+void ura__timers_busy(struct ura__worker *w)
+{
+	/* Sleepers leave an idle worker's timers to it (steal_at), so one
+	 * that went to sleep while we idled bounded its sleep by none of
+	 * ours; if this busy period runs past our next deadline, nobody
+	 * looks (a message from outside, taken off the inject queue, then a
+	 * long turn: no slot fill woke a watcher). A deadline that near
+	 * wakes one (watch_arm: its fence pairs with the sleeper's, our
+	 * seq_cst store of `idle` before it); a later one wakes nobody: a
+	 * busy period rarely lasts that long, and a worker that holds a
+	 * keep-alive timeout for ever would wake a peer at every message. */
+	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
+	if (due == UINT64_MAX || !steal_on(w->sys) || due > ura__now_ns() + TWATCH_BACK_MAX)
+		return;
+	watch_arm(w);
+}
+
 /* At destroy (workers stopped): frees pending records' messages and the
  * tables; returns how many were pending. */
 static uint64_t timers_fini(ura_system *sys, struct ura__timers *T)
