@@ -460,14 +460,31 @@ static const ura_class filler_class = { .name = "filler", .state_size = sizeof(f
 
 static int read_n(int fd, unsigned char *p, size_t n);
 
+/* A raw peer that does not read still ticks, as a node whose process is
+ * slow does: a tick (an empty frame) once a second at most, or the
+ * connection would be lost for net_ticktime (8 s) of silence, which a
+ * loaded machine under ASan reached while the test read (CI, 2026-12-06). */
+static void raw_tick(int fd, uint64_t *last)
+{
+	static const unsigned char tick[4] = { 0 };
+	uint64_t now = t_now_ns();
+	if (now - *last < URA_SEC)
+		return;
+	*last = now;
+	if (write(fd, tick, sizeof tick) != (ssize_t)sizeof tick)
+		t_diag("raw peer: a tick was not written");
+}
+
 /* Reads frames from fd until `want` messages came (ticks are empty
  * frames), checking that their last term, the i64 sequence, goes up by
  * one. The count read, or -1 on a gap or an error. */
 static long read_fills(int fd, long want)
 {
 	long got = 0;
+	uint64_t last_tick = 0;
 	static unsigned char b[1 << 16];
 	while (got < want) {
+		raw_tick(fd, &last_tick);
 		unsigned char l[4];
 		if (read_n(fd, l, 4) < 0)
 			return got;
@@ -864,10 +881,12 @@ int main(void)
 		snprintf(rname, sizeof rname, "rawslow@%s", host);
 		int fd = raw_peer(port, rname);
 		t_ok(fd >= 0, "a raw peer that will not read: handshake");
+		uint64_t last_tick = 0;
 		ura_ref to = URA_NOREF;
 		for (int i = 0; fd >= 0 && i < 100; i++) {
 			if (ura_dist_whereis(d, rname, "sink", &to) == 0)
 				break;
+			raw_tick(fd, &last_tick);
 			usleep(50 * 1000);
 		}
 		t_ok(!ura_ref_null(to), "... {sink, Node} as a ref");
@@ -890,6 +909,8 @@ int main(void)
 			int muted = stats(sys).mb_mutes > st0.mb_mutes;
 			still = muted && now == last ? still + 1 : 0;
 			last = now;
+			if (fd >= 0)
+				raw_tick(fd, &last_tick);
 			usleep(250 * 1000);
 		}
 		ura_stats st1 = stats(sys);
