@@ -17,9 +17,9 @@
  * arms them and ends, the workers sleep (the other one bounded by none
  * of an idle worker's timers), a message from outside starts a long
  * turn on the owner before the first deadline; becoming busy with a
- * deadline that near must wake the other worker to watch it. Then a race: timers fired by the other worker while their
- * owner cancels them from its handler; each is delivered or cancelled,
- * never both.
+ * deadline that near must wake the other worker to watch it. Then a
+ * race: timers fired by the other worker while their owner cancels them
+ * from its handler; each is delivered or cancelled, never both.
  * The meson suite runs it again with URA_TOPOLOGY=2x1, where the other
  * worker is on the other node.
  */
@@ -47,11 +47,11 @@ static _Atomic int g_got;       /* ticks in this round */
 static _Atomic int g_during;    /* ... while the armer's handler ran */
 static _Atomic int g_busy;      /* the armer's handler runs */
 static _Atomic int g_seen[NRACE];
-static _Atomic int g_cancel_bad;
+static _Atomic int g_cancel_bad; /* ura_cancel answers other than 0 and -ENOENT */
 static _Atomic int g_armed;     /* the pending phase's arms are done */
 static _Atomic int g_late;      /* ... and its long turn came too late */
 static _Atomic uint64_t g_first_due;
-static uint64_t g_patience = 5 * URA_SEC; /* how long a handler waits */ /* ura_cancel answers other than 0 and -ENOENT */
+static uint64_t g_patience = 5 * URA_SEC; /* how long a handler waits */
 
 static void on_tick(ura_ctx *cx, const ura_msg *m)
 {
