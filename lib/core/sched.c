@@ -225,15 +225,10 @@ void ura__wake_watcher(struct ura__worker *w)
 
 void ura__wake_timer_watcher(struct ura__worker *w)
 {
-	/* A spinner or watcher reads the peers' deadlines again on its way
-	 * to sleep, after its fence (see time/timers.c, watch_arm). relaxed:
-	 * the caller's seq_cst fence orders them after its store. */
-	ura_system *sys = w->sys;
-	if (sys->nworkers < 2 || !atomic_load_explicit(&sys->nsleeping, memory_order_relaxed) ||
-	    atomic_load_explicit(&sys->nspinning, memory_order_relaxed) ||
-	    atomic_load_explicit(&sys->nwatching, memory_order_relaxed))
-		return;
-	wake_among(sys, w, 0, sys->nworkers, w->id + 1);
+	/* A new deadline is work of the same kind for this rule: a spinner
+	 * or watcher reads the peers' deadlines again on its way to sleep,
+	 * after its fence (see time/timers.c, watch_arm). */
+	maybe_wake(w->sys, w);
 }
 
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)

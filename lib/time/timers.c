@@ -145,7 +145,12 @@ static inline int wheel_add(struct ura__timers *T, struct ura__trec *r)
 	return 1;
 }
 
-static inline int steal_on(const ura_system *sys);
+/* Whether workers fire each other's timers: not alone, nor in the
+ * deterministic build (det.c, which zeroes steal_queue_ns). */
+static inline int steal_on(const ura_system *sys)
+{
+	return sys->nworkers > 1 && sys->steal_queue_ns;
+}
 
 /*
  * The owner, busy, has just moved its earliest deadline earlier: if this
@@ -167,14 +172,13 @@ static inline int steal_on(const ura_system *sys);
  */
 static void watch_arm(struct ura__worker *w)
 {
-	if (!steal_on(w->sys))
-		return;
-	/* seq_cst fence: next_due was stored before it (under wlock); pairs
-	 * with the fence in worker_sleep (runtime/worker.c), after which a
-	 * sleeper reads next_due. Either we see it counted asleep (or
-	 * spinning), or it sees the new deadline (Dekker). */
-	ura__fence_seq_cst();
-	ura__wake_timer_watcher(w);
+	/* next_due was stored before (under wlock); the wake's seq_cst
+	 * fence (core/sched.c, maybe_wake) pairs with the one in
+	 * worker_sleep (runtime/worker.c), after which a sleeper reads
+	 * next_due. Either we see it counted asleep (or spinning), or it
+	 * sees the new deadline (Dekker). */
+	if (steal_on(w->sys))
+		ura__wake_timer_watcher(w);
 }
 
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
@@ -405,13 +409,6 @@ int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 	return n > 0;
 }
 
-/* Whether workers fire each other's timers: not alone, nor in the
- * deterministic build (det.c, which zeroes steal_queue_ns). */
-static inline int steal_on(const ura_system *sys)
-{
-	return sys->nworkers > 1 && sys->steal_queue_ns;
-}
-
 /* When peer v's due timers become w's to fire: its earliest deadline
  * plus the grace (*grace); UINT64_MAX if never: v is w, or idle (it
  * fires its own), or its wheel is empty. Not wheel.count: the owner's,
@@ -509,8 +506,8 @@ void ura__timers_busy(struct ura__worker *w)
 	 * ours; if this busy period runs past our next deadline, nobody
 	 * looks (a message from outside, taken off the inject queue, then a
 	 * long turn: no slot fill woke a watcher). A deadline that near
-	 * wakes one (watch_arm: its fence pairs with the sleeper's, our
-	 * seq_cst store of `idle` before it); a later one wakes nobody: a
+	 * wakes one (watch_arm: its wake's fence pairs with the sleeper's,
+	 * our seq_cst store of `idle` before it); a later one wakes nobody: a
 	 * busy period rarely lasts that long, and a worker that holds a
 	 * keep-alive timeout for ever would wake a peer at every message. */
 	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
