@@ -81,6 +81,16 @@ static inline long b_peak_rss_kb(void)
 	return ru.ru_maxrss;
 }
 
+/* CPU seconds this process has used so far, user and system. */
+static inline double b_cpu_s(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		return 0;
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 /* Resident set size now, in KiB (/proc/self/statm), or -1. */
 static inline long b_rss_kb(void)
 {

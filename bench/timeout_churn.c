@@ -14,7 +14,6 @@
  */
 #include <stdatomic.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 
 #include "bench.h"
 
@@ -47,14 +46,6 @@ static void on_timeout(ura_ctx *cx, const ura_msg *m)
 URA_BEHAVIOR(server_beh, URA_ON(A_REQ, "i", on_req), URA_ON(A_TIMEOUT, "", on_timeout));
 static const ura_class server_class = { .name = "server", .initial = &server_beh };
 
-static double cpu_s(void)
-{
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-}
-
 int main(int argc, char **argv)
 {
 	long n = (long)b_arg(argc, argv, 1, 1000000);
@@ -68,11 +59,11 @@ int main(int argc, char **argv)
 	B_CHECK(ura_system_await(sys));
 	ura_stats s0, s1;
 	ura_system_stats(sys, &s0);
-	double c0 = cpu_s(), t0 = b_now();
+	double c0 = b_cpu_s(), t0 = b_now();
 	for (int i = 0; i < chains; i++)
 		B_CHECK(ura_send(sys, s[i], A_REQ, (int64_t)n));
 	B_CHECK(ura_system_await(sys));
-	double t = b_now() - t0, c = cpu_s() - c0;
+	double t = b_now() - t0, c = b_cpu_s() - c0;
 	ura_system_stats(sys, &s1);
 	if (atomic_load(&g_done) != chains || atomic_load(&g_timeouts))
 		b_fail("a chain did not finish, or a cancelled timeout fired");

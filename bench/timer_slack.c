@@ -16,7 +16,6 @@
  * counted as armed_late, not as lateness, which the runtime cannot help).
  */
 #include <stdlib.h>
-#include <sys/resource.h>
 
 #include "bench.h"
 
@@ -100,8 +99,7 @@ int main(int argc, char **argv)
 		split |= !strcmp(argv[a], "--split");
 	if (split)
 		B_CHECK(ura_spawn(sys, &receiver_class, NULL, &target));
-	struct rusage r0, r1;
-	getrusage(RUSAGE_SELF, &r0);
+	double cpu0 = b_cpu_s();
 	ura_stats s0, s1;
 	ura_system_stats(sys, &s0);
 	double t0 = b_now();
@@ -109,15 +107,13 @@ int main(int argc, char **argv)
 	B_CHECK(ura_send(sys, t, A_ARM, (int64_t)0));
 	B_CHECK(ura_system_await(sys));
 	double dt = b_now() - t0;
-	getrusage(RUSAGE_SELF, &r1);
+	double cpu = b_cpu_s() - cpu0;
 	ura_system_stats(sys, &s1);
 	unsigned workers = b_workers(sys);
 	ura_system_destroy(sys);
 	if (n_got != n_total)
 		b_fail("not every timer fired");
 	qsort(late, (size_t)n_total, sizeof *late, cmp);
-	double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec + r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
-		     (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec + r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
 	const char *slack = getenv("URA_TIMER_SLACK_US");
 	printf("bench=timer_slack system=ura workers=%u split=%d n=%ld spread_ms=%ld slack_us=%s late_min_us=%.1f "
 	       "late_p50_us=%.1f late_p99_us=%.1f late_p999_us=%.1f late_max_us=%.1f armed_late=%ld "
