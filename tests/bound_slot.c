@@ -10,8 +10,8 @@
  * spawned, while it spawns and kills, two of each in turn, a bounded and
  * an unbounded class (both with a 24-byte state, the most a bounded slot
  * keeps inline) in the few slots that free up, killing each with a string
- * reason (a tombstone with a heap copy). Every handler checks its state's pattern:
- * a bounded actor's own count would break it at once if the state
+ * reason (a tombstone with a heap copy). Every handler checks its state's
+ * pattern: a bounded actor's own count would break it at once if the state
  * overlapped the count, and a stale count could break an unbounded one.
  * At the end, idle, the bounded actors in reused slots show a depth of 0
  * (no count was lost to a tombstone or a state) and take their capacity.
