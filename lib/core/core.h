@@ -208,6 +208,10 @@ struct ura__worker {
 	 * and by whoever checks for quiescence. */
 	alignas(URA__CACHELINE) _Atomic int sleeping;  /* in or near poller_wait */
 	_Atomic int wake_pending;      /* a wake was sent and not consumed */
+	/* While `sleeping`: when this sleep ends at the latest, after which
+	 * the worker reads the busy peers' deadlines again; UINT64_MAX while
+	 * unknown or unbounded (time/timers.c, ura__timers_busy). */
+	_Atomic uint64_t tlook;
 	_Atomic int idle;              /* looking for work, no turn running */
 	_Atomic uint64_t idle_epoch;   /* bumped on every idle -> busy */
 	struct ura__wstats st;         /* also the quiescence counters */

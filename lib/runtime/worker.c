@@ -217,6 +217,12 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	/* relaxed: ordered before a waker's exchange by the seq_cst store of
 	 * `sleeping` that it must read first (see above). */
 	atomic_store_explicit(&w->wake_pending, 0, memory_order_relaxed);
+	/* Unknown until the look below: relaxed, published by the seq_cst
+	 * store of `sleeping` (a release) to a busy peer that reads
+	 * `sleeping` (acquire) then this; before the fence, so a peer that
+	 * reads a horizon of an earlier sleep also knows that our next look
+	 * comes after its fence (time/timers.c, ura__timers_busy). */
+	atomic_store_explicit(&w->tlook, UINT64_MAX, memory_order_relaxed);
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);
 	/* seq_cst fence: pairs with the fence in core/sched.c's maybe_wake
@@ -254,6 +260,9 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 			wait = watch;
 		atomic_fetch_add_explicit(&sys->nwatching, 1, memory_order_relaxed);
 	}
+	/* relaxed: see the store of UINT64_MAX above. */
+	atomic_store_explicit(&w->tlook, wait > UINT64_MAX - now ? UINT64_MAX : now + wait,
+			      memory_order_relaxed);
 	if (wait && vis != 1 && !ura__has_local(w) && !sources_visible(w) &&
 	    !atomic_load_explicit(&sys->shutdown, memory_order_seq_cst)) {
 		ura__inc(&w->st.sleeps);

@@ -499,21 +499,62 @@ uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 	return wait;
 }
 
+/*
+ * Sleepers leave an idle worker's timers to it (steal_at), so one that
+ * went to sleep while we idled bounded its sleep by none of ours: if
+ * this busy period runs past our next deadline, nobody looks (a message
+ * from outside, taken off the inject queue, then a long turn: no slot
+ * fill woke a watcher). So turning busy with a timer pending, we make
+ * sure that some idle peer looks at our deadlines by then: one that
+ * spins reads them on its way to sleep; one asleep until no later than
+ * our deadline, the grace and a watch back-off (its `tlook`) reads them
+ * when it wakes; otherwise one sleeper is woken to read them now. A
+ * busy peer is no help: it looks after its turn, whenever that ends.
+ * The wake is rare where it used to be feared: a worker holding a
+ * keep-alive timeout for ever wakes a peer once, which then sleeps until
+ * that deadline and so covers each later busy period before it; the
+ * next such wake comes when a sleep began while we idled. (Waking for
+ * any deadline within TWATCH_BACK_MAX only, as before, left a turn that
+ * began 50 ms before its deadline holding its timers to the end:
+ * tests/timer_steal, "armed 60 ms ahead".)
+ *
+ * Why no peer sleeps past the deadline unwarned, with our seq_cst store
+ * of `idle` = 0 (set_busy) and the fence below on one side, and on the
+ * sleeper's its store of tlook = UINT64_MAX before its seq_cst store of
+ * `sleeping`, its fence, and only then its reads of our `idle` and
+ * next_due (runtime/worker.c, worker_sleep). If we read its `idle` or
+ * `sleeping` as 0, or a horizon it wrote in an earlier round than the
+ * one it is in, then its fence of that round follows ours in the total
+ * order (else we would read what it wrote before it), and its look sees
+ * us busy. If we read the horizon of this very sleep, it looks again by
+ * then, and that next round's fence follows ours for the same reason.
+ */
 void ura__timers_busy(struct ura__worker *w)
 {
-	/* Sleepers leave an idle worker's timers to it (steal_at), so one
-	 * that went to sleep while we idled bounded its sleep by none of
-	 * ours; if this busy period runs past our next deadline, nobody
-	 * looks (a message from outside, taken off the inject queue, then a
-	 * long turn: no slot fill woke a watcher). A deadline that near
-	 * wakes one (watch_arm: its wake's fence pairs with the sleeper's,
-	 * our seq_cst store of `idle` before it); a later one wakes nobody: a
-	 * busy period rarely lasts that long, and a worker that holds a
-	 * keep-alive timeout for ever would wake a peer at every message. */
+	ura_system *sys = w->sys;
 	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
-	if (due == UINT64_MAX || !steal_on(w->sys) || due > ura__now_ns() + TWATCH_BACK_MAX)
+	if (due == UINT64_MAX || !steal_on(sys))
 		return;
-	watch_arm(w);
+	ura__fence_seq_cst(); /* pairs with worker_sleep's (see above) */
+	struct ura__worker *cold = NULL;
+	for (unsigned i = 1; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[(w->id + i) % sys->nworkers];
+		/* relaxed, after the fence: the argument above. */
+		if (!atomic_load_explicit(&v->idle, memory_order_relaxed))
+			continue;
+		/* acquire: pairs with the seq_cst store of `sleeping` that
+		 * publishes the reset of tlook. */
+		if (!atomic_load_explicit(&v->sleeping, memory_order_acquire))
+			return;
+		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+		uint64_t by = due + grace + TWATCH_BACK_MAX;
+		if (atomic_load_explicit(&v->tlook, memory_order_relaxed) <= by)
+			return;
+		if (!cold)
+			cold = v;
+	}
+	if (cold)
+		ura__wake(w, cold);
 }
 
 /* At destroy (workers stopped): frees pending records' messages and the
