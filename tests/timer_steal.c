@@ -36,8 +36,6 @@
 #define A_NOP URA_ATOM("nop")
 #define A_ARM_ONLY URA_ATOM("arm_only")
 #define A_HOLD URA_ATOM("hold")
-#define FIRST_NS (9 * URA_MSEC) /* the pending phase's first deadline: within
-                                 * the 10 ms that ura__timers_busy looks ahead */
 #define A_RACE URA_ATOM("race")
 #define A_TICK URA_ATOM("tick")
 #define K 8
@@ -51,6 +49,7 @@ static _Atomic int g_cancel_bad; /* ura_cancel answers other than 0 and -ENOENT 
 static _Atomic int g_armed;     /* the pending phase's arms are done */
 static _Atomic int g_late;      /* ... and its long turn came too late */
 static _Atomic uint64_t g_first_due;
+static uint64_t g_first_ns;     /* the pending phase's first deadline */
 static uint64_t g_patience = 5 * URA_SEC; /* how long a handler waits */
 
 static void on_tick(ura_ctx *cx, const ura_msg *m)
@@ -140,16 +139,16 @@ static void on_race(ura_ctx *cx, const ura_msg *m)
 			atomic_fetch_add(&g_cancel_bad, 1);
 	}
 }
-/* Arms K timers, the first FIRST_NS away, and ends its turn. */
+/* Arms K timers, the first g_first_ns away, and ends its turn. */
 static void on_arm_only(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
 	armer *a = ura_state(cx);
 	atomic_store(&g_got, 0);
 	atomic_store(&g_during, 0);
-	atomic_store(&g_first_due, t_now_ns() + FIRST_NS);
+	atomic_store(&g_first_due, t_now_ns() + g_first_ns);
 	for (int i = 0; i < K; i++)
-		if (ura_send_after(cx, a->to, FIRST_NS + (uint64_t)i * 100 * URA_USEC, A_TICK,
+		if (ura_send_after(cx, a->to, g_first_ns + (uint64_t)i * 100 * URA_USEC, A_TICK,
 				   (int64_t)-1) < 0)
 			abort();
 	atomic_store(&g_armed, 1);
@@ -209,11 +208,12 @@ static ura_stats phase(ura_system *sys, ura_ref a, uint64_t go, int n, const cha
 	return s;
 }
 
-/* Rounds of timers pending when the long turn begins, until n began in
- * time (a loaded machine starts some late), at most 4n. */
-static void pending_phase(ura_system *sys, ura_ref a, int n)
+/* Rounds of timers pending when the long turn begins, the first due
+ * first_ns after the arms, until n began in time (a loaded machine starts
+ * some late), at most 4n. */
+static void pending_phase(ura_system *sys, ura_ref a, int n, uint64_t first_ns, const char *what)
 {
-	const char *what = "armed before the busy period: ";
+	g_first_ns = first_ns;
 	int during = 0, got = 0, valid = 0, r = 0;
 	ura_stats s0 = stats(sys);
 	for (; r < 4 * n && valid < n; r++) {
@@ -263,7 +263,10 @@ static void rounds(int n)
 	t_must(ura_spawn_ex(sys, &armer_class, &st, &on0, &a));
 	t_rc(await_guarded(sys), 0, "spawned");
 	(void)phase(sys, a, A_GO, n, "");
-	pending_phase(sys, a, n);
+	/* Within the 10 ms of a sleeper's longest watch back-off, and
+	 * beyond it (the owner's turn begins 50 ms before its deadline). */
+	pending_phase(sys, a, n, 9 * URA_MSEC, "armed before the busy period: ");
+	pending_phase(sys, a, n, 60 * URA_MSEC, "armed 60 ms ahead: ");
 	ura_stats s = phase(sys, a, A_PREP, n, "after a watch wake: ");
 
 	/* The race. */
