@@ -223,14 +223,6 @@ void ura__wake_watcher(struct ura__worker *w)
 	wake_among(sys, w, 0, sys->nworkers, w->id + 1);
 }
 
-void ura__wake_timer_watcher(struct ura__worker *w)
-{
-	/* A new deadline is work of the same kind for this rule: a spinner
-	 * or watcher reads the peers' deadlines again on its way to sleep,
-	 * after its fence (see time/timers.c, watch_arm). */
-	maybe_wake(w->sys, w);
-}
-
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)
 {
 	ura__push_local(w, a);

@@ -17,10 +17,6 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
  * looks (an actor in its next slot): wakes a sleeping peer to watch,
  * once per busy period. */
 void ura__wake_watcher(struct ura__worker *w);
-/* After w's earliest deadline moved earlier (time/timers.c, watch_arm;
- * its store comes first): wakes a sleeping peer to look at it, unless
- * one spins or watches (it looks on its way to sleep). */
-void ura__wake_timer_watcher(struct ura__worker *w);
 /* Puts an actor that used up its turn at the back of w's run queue. */
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
 /* Wakes v if it is asleep (one wake per sleep); self: the waking worker,

@@ -125,7 +125,7 @@ static void rec_put(struct ura__timers *T, struct ura__trec *r)
 	}
 }
 
-/* True when it moved the earliest deadline earlier (see watch_arm). */
+/* True when it moved the earliest deadline earlier (see watch_due). */
 static inline int wheel_add(struct ura__timers *T, struct ura__trec *r)
 {
 	ura__wheel_add(&T->wheel, &r->t);
@@ -153,32 +153,85 @@ static inline int steal_on(const ura_system *sys)
 }
 
 /*
- * The owner, busy, has just moved its earliest deadline earlier: if this
- * turn goes on past it, an idle peer fires it (ura__timers_steal), but a
- * sleeping peer bounds its sleep by it only if it read it
- * (ura__timers_steal_wait), so one is woken to look. Not once a busy
- * period (ura__wake_watcher's rule, which the arms used to share): a
- * wake for the next slot in a turn before the arms spent it, its
- * sleeper slept again with no deadline to bound it, and the timers
- * waited for the whole turn (tests/timer_steal, 1 run in 20 under ASan
- * beside CPU hogs). Not for every arm either: a later deadline needs no
- * wake (whoever saw the earlier one looks again by then), and a busy
- * actor's timeout, armed into an empty wheel and cancelled within its
- * turn, moves the deadline once a turn at most, while a spinning peer
- * (most of them, when turns come that fast) takes no wake at all:
- * bench/timeout_churn wakes as often as before (bench/README.md). A
- * gen-counted once-per-announced-deadline scheme measured the same, and
- * was not kept.
+ * A sleep is bounded so that the worker looks when a busy peer's earliest
+ * timer has waited the grace period. A peer that turns on and fires its
+ * own timers would wake us for nothing at each of its deadlines, so each
+ * wake that finds it has turned since doubles the next interval (up to
+ * TWATCH_BACK_MAX); a steal resets it. A peer stuck in one turn is then
+ * looked at within that bound: a timer of a worker stuck after a long
+ * healthy run waits at most TWATCH_BACK_MAX plus the grace.
  */
-static void watch_arm(struct ura__worker *w)
+#define TWATCH_BACK_MAX (10 * URA_MSEC)
+
+/*
+ * This worker, busy, has a deadline pending that it cannot fire while
+ * its turn runs: it has just turned busy with one (ura__timers_busy), or
+ * moved its earliest one earlier in a turn (an arm, or one from another
+ * thread drained between turns). An idle peer fires it once
+ * it has waited the grace (ura__timers_steal), but a sleeping one bounds
+ * its sleep by it only if it read it (ura__timers_steal_wait), and one
+ * that went to sleep while we idled read none of ours: sleepers leave an
+ * idle worker's timers to it (steal_at). So we make sure that some idle
+ * peer looks at our deadlines by then: one that spins reads them on its
+ * way to sleep; one asleep until no later than our deadline, the grace
+ * and a watch back-off (its `tlook`) reads them when it wakes; otherwise
+ * one sleeper is woken to read them now. A busy peer is no help: it
+ * looks after its turn, whenever that ends.
+ *
+ * Both used to wake less precisely, and each way held timers for a whole
+ * turn: the arms woke through ura__wake_watcher, once per busy period, a
+ * wake a slot fill had spent before them (tests/timer_steal, "after a
+ * watch wake": 1 run in 20 under ASan beside CPU hogs); then through
+ * maybe_wake, which woke nobody while some peer watched a run queue; and
+ * a worker turning busy woke one only for a deadline within
+ * TWATCH_BACK_MAX, so a turn that began 50 ms before its deadline held it
+ * to the end ("armed 60 ms ahead"). What it costs: a periodic timer's
+ * re-arm wakes the sleeping peer once a period, as it did
+ * (bench/ticker); a worker that holds a keep-alive timeout wakes one
+ * once, which then sleeps until that deadline and so covers each later
+ * busy period; a busy actor's timeout armed and cancelled each request
+ * (bench/timeout_churn) is covered by the sleep the first one bounded.
+ *
+ * Why no peer sleeps past the deadline unwarned, with our publication
+ * (the store of next_due under wlock, or the seq_cst store of `idle` =
+ * 0 in set_busy) and the fence below on one side, and on the sleeper's
+ * its store of tlook = UINT64_MAX before its seq_cst store of
+ * `sleeping`, its fence, and only then its reads of our `idle` and
+ * next_due (runtime/worker.c, worker_sleep). If we read its `idle` or
+ * `sleeping` as 0, or a horizon it wrote in an earlier round than the
+ * one it is in, then its fence of that round follows ours in the total
+ * order (else we would read what it wrote before it), and its look sees
+ * what we published. If we read the horizon of this very sleep, it
+ * looks again by then, and that next round's fence follows ours for the
+ * same reason.
+ */
+static void watch_due(struct ura__worker *w)
 {
-	/* next_due was stored before (under wlock); the wake's seq_cst
-	 * fence (core/sched.c, maybe_wake) pairs with the one in
-	 * worker_sleep (runtime/worker.c), after which a sleeper reads
-	 * next_due. Either we see it counted asleep (or spinning), or it
-	 * sees the new deadline (Dekker). */
-	if (steal_on(w->sys))
-		ura__wake_timer_watcher(w);
+	ura_system *sys = w->sys;
+	/* relaxed: our own, stored under wlock by this thread. */
+	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
+	if (due == UINT64_MAX || !steal_on(sys))
+		return;
+	ura__fence_seq_cst(); /* pairs with worker_sleep's (see above) */
+	struct ura__worker *cold = NULL;
+	for (unsigned i = 1; i < sys->nworkers; i++) {
+		struct ura__worker *v = &sys->workers[(w->id + i) % sys->nworkers];
+		/* relaxed, after the fence: the argument above. */
+		if (!atomic_load_explicit(&v->idle, memory_order_relaxed))
+			continue;
+		/* acquire: pairs with the seq_cst store of `sleeping` that
+		 * publishes the reset of tlook. */
+		if (!atomic_load_explicit(&v->sleeping, memory_order_acquire))
+			return;
+		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+		if (atomic_load_explicit(&v->tlook, memory_order_relaxed) <=
+		    due + grace + TWATCH_BACK_MAX)
+			return;
+		if (!cold)
+			cold = v;
+	}
+	if (cold)
+		ura__wake(w, cold);
 }
 
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
@@ -223,7 +276,7 @@ ura_timer ura__timer_arm(ura_system *sys, struct ura__worker *w, ura_ref to,
 		int earlier = wheel_add(T, r);
 		wl_unlock(T);
 		if (earlier)
-			watch_arm(w);
+			watch_due(w);
 	} else {
 		/* Count before the owner can see it (quiescence). */
 		ura__ext_count_other(sys);
@@ -405,7 +458,7 @@ int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 	/* Between turns, an arm from another thread is as one of ours (see
 	 * ura__timer_arm); idle, we fire our own. */
 	if (earlier && !idle)
-		watch_arm(w);
+		watch_due(w);
 	return n > 0;
 }
 
@@ -459,16 +512,6 @@ int ura__timers_steal(struct ura__worker *w, uint64_t now, int look)
 	return found;
 }
 
-/*
- * A sleep is bounded so that the worker looks when a busy peer's earliest
- * timer has waited the grace period. A peer that turns on and fires its
- * own timers would wake us for nothing at each of its deadlines, so each
- * wake that finds it has turned since doubles the next interval (up to
- * TWATCH_BACK_MAX); a steal resets it. A peer stuck in one turn is then
- * looked at within that bound: a timer of a worker stuck after a long
- * healthy run waits at most TWATCH_BACK_MAX plus the grace.
- */
-#define TWATCH_BACK_MAX (10 * URA_MSEC)
 
 uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 {
@@ -499,62 +542,9 @@ uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 	return wait;
 }
 
-/*
- * Sleepers leave an idle worker's timers to it (steal_at), so one that
- * went to sleep while we idled bounded its sleep by none of ours: if
- * this busy period runs past our next deadline, nobody looks (a message
- * from outside, taken off the inject queue, then a long turn: no slot
- * fill woke a watcher). So turning busy with a timer pending, we make
- * sure that some idle peer looks at our deadlines by then: one that
- * spins reads them on its way to sleep; one asleep until no later than
- * our deadline, the grace and a watch back-off (its `tlook`) reads them
- * when it wakes; otherwise one sleeper is woken to read them now. A
- * busy peer is no help: it looks after its turn, whenever that ends.
- * The wake is rare where it used to be feared: a worker holding a
- * keep-alive timeout for ever wakes a peer once, which then sleeps until
- * that deadline and so covers each later busy period before it; the
- * next such wake comes when a sleep began while we idled. (Waking for
- * any deadline within TWATCH_BACK_MAX only, as before, left a turn that
- * began 50 ms before its deadline holding its timers to the end:
- * tests/timer_steal, "armed 60 ms ahead".)
- *
- * Why no peer sleeps past the deadline unwarned, with our seq_cst store
- * of `idle` = 0 (set_busy) and the fence below on one side, and on the
- * sleeper's its store of tlook = UINT64_MAX before its seq_cst store of
- * `sleeping`, its fence, and only then its reads of our `idle` and
- * next_due (runtime/worker.c, worker_sleep). If we read its `idle` or
- * `sleeping` as 0, or a horizon it wrote in an earlier round than the
- * one it is in, then its fence of that round follows ours in the total
- * order (else we would read what it wrote before it), and its look sees
- * us busy. If we read the horizon of this very sleep, it looks again by
- * then, and that next round's fence follows ours for the same reason.
- */
 void ura__timers_busy(struct ura__worker *w)
 {
-	ura_system *sys = w->sys;
-	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
-	if (due == UINT64_MAX || !steal_on(sys))
-		return;
-	ura__fence_seq_cst(); /* pairs with worker_sleep's (see above) */
-	struct ura__worker *cold = NULL;
-	for (unsigned i = 1; i < sys->nworkers; i++) {
-		struct ura__worker *v = &sys->workers[(w->id + i) % sys->nworkers];
-		/* relaxed, after the fence: the argument above. */
-		if (!atomic_load_explicit(&v->idle, memory_order_relaxed))
-			continue;
-		/* acquire: pairs with the seq_cst store of `sleeping` that
-		 * publishes the reset of tlook. */
-		if (!atomic_load_explicit(&v->sleeping, memory_order_acquire))
-			return;
-		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
-		uint64_t by = due + grace + TWATCH_BACK_MAX;
-		if (atomic_load_explicit(&v->tlook, memory_order_relaxed) <= by)
-			return;
-		if (!cold)
-			cold = v;
-	}
-	if (cold)
-		ura__wake(w, cold);
+	watch_due(w);
 }
 
 /* At destroy (workers stopped): frees pending records' messages and the

@@ -126,8 +126,9 @@ int ura__timers_steal(struct ura__worker *w, uint64_t now, int look);
 /* How long an idle worker may sleep before a busy peer's timers become
  * its to fire (ura__timers_steal); 0: no such peer. */
 uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now);
-/* The owner, idle until now, turns busy: a deadline of its own within
- * 10 ms wakes a sleeping peer to watch it (time/timers.c). */
+/* The owner, idle until now, turns busy: with a deadline of its own
+ * pending, it makes sure an idle peer will look at it in time, waking a
+ * sleeper if none would (time/timers.c, watch_due). */
 void ura__timers_busy(struct ura__worker *w);
 static inline int ura__timers_visible(struct ura__worker *w)
 {
