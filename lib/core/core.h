@@ -212,6 +212,9 @@ struct ura__worker {
 	 * the worker reads the busy peers' deadlines again; UINT64_MAX while
 	 * unknown or unbounded (time/timers.c, ura__timers_busy). */
 	_Atomic uint64_t tlook;
+	/* Set by a peer that woke it only to look at that peer's deadlines
+	 * (time/timers.c, watch_due): the look needs no spin after it. */
+	_Atomic int twake;
 	_Atomic int idle;              /* looking for work, no turn running */
 	_Atomic uint64_t idle_epoch;   /* bumped on every idle -> busy */
 	struct ura__wstats st;         /* also the quiescence counters */

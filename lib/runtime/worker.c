@@ -376,8 +376,14 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		/* A watcher's timed wake is for one look at the slot it
 		 * watches, not a spin: spinning there polled the busy peer's
 		 * queue and slot lines while it wrote them (thread_ring at 2
-		 * workers lost 11%). */
-		spin = w->watch_v >= 0 || w->iwatch_n >= 0 || w->qwatch_v >= 0 ? 0 : sys->spin_ns;
+		 * workers lost 11%). So is a wake by a busy peer for its
+		 * deadlines (time/timers.c, watch_due): a periodic timer's
+		 * re-arm sends one each period, and the spin after it cost
+		 * more than the wake (bench/ticker). Work that comes later
+		 * wakes us as ever. relaxed: a hint (see watch_due). */
+		int twake = atomic_exchange_explicit(&w->twake, 0, memory_order_relaxed);
+		spin = twake || w->watch_v >= 0 || w->iwatch_n >= 0 || w->qwatch_v >= 0 ?
+			       0 : sys->spin_ns;
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now)) {
 			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());

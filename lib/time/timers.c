@@ -230,8 +230,12 @@ static void watch_due(struct ura__worker *w)
 		if (!cold)
 			cold = v;
 	}
-	if (cold)
+	if (cold) {
+		/* relaxed: a hint (runtime/worker.c, find_work), read after
+		 * the wake it comes with; stale, it costs a spin or saves one. */
+		atomic_store_explicit(&cold->twake, 1, memory_order_relaxed);
 		ura__wake(w, cold);
+	}
 }
 
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
