@@ -17,7 +17,9 @@
  * arms them and ends, the workers sleep (the other one bounded by none
  * of an idle worker's timers), a message from outside starts a long
  * turn on the owner before the first deadline; becoming busy with a
- * deadline that near must wake the other worker to watch it. Then a
+ * deadline pending must make the other worker watch it, 9 ms out (within
+ * a sleeper's 10 ms watch back-off) and 60 ms out (beyond it: that turn
+ * held its timers to its end until watch_due, time/timers.c). Then a
  * race: timers fired by the other worker while their owner cancels them
  * from its handler; each is delivered or cancelled, never both.
  * The meson suite runs it again with URA_TOPOLOGY=2x1, where the other
