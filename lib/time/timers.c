@@ -213,6 +213,10 @@ static void watch_due(struct ura__worker *w)
 	if (due == UINT64_MAX || !steal_on(sys))
 		return;
 	ura__fence_seq_cst(); /* pairs with worker_sleep's (see above) */
+	/* Nobody asleep: every peer spins or runs (relaxed after the fence;
+	 * a sleeper counts itself before its fence, as it stores tlook). */
+	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
+		return;
 	struct ura__worker *cold = NULL;
 	for (unsigned i = 1; i < sys->nworkers; i++) {
 		struct ura__worker *v = &sys->workers[(w->id + i) % sys->nworkers];
