@@ -210,7 +210,7 @@ struct ura__worker {
 	_Atomic int wake_pending;      /* a wake was sent and not consumed */
 	/* While `sleeping`: when this sleep ends at the latest, after which
 	 * the worker reads the busy peers' deadlines again; UINT64_MAX while
-	 * unknown or unbounded (time/timers.c, ura__timers_busy). */
+	 * unknown or unbounded (time/timers.c, watch_due). */
 	_Atomic uint64_t tlook;
 	/* Set by a peer that woke it only to look at that peer's deadlines
 	 * (time/timers.c, watch_due): the look needs no spin after it. */

@@ -221,7 +221,7 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 	 * store of `sleeping` (a release) to a busy peer that reads
 	 * `sleeping` (acquire) then this; before the fence, so a peer that
 	 * reads a horizon of an earlier sleep also knows that our next look
-	 * comes after its fence (time/timers.c, ura__timers_busy). */
+	 * comes after its fence (time/timers.c, watch_due). */
 	atomic_store_explicit(&w->tlook, UINT64_MAX, memory_order_relaxed);
 	atomic_store_explicit(&w->sleeping, 1, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&sys->nsleeping, 1, memory_order_seq_cst);

@@ -167,8 +167,8 @@ static inline int steal_on(const ura_system *sys)
  * This worker, busy, has a deadline pending that it cannot fire while
  * its turn runs: it has just turned busy with one (ura__timers_busy), or
  * moved its earliest one earlier in a turn (an arm, or one from another
- * thread drained between turns). An idle peer fires it once
- * it has waited the grace (ura__timers_steal), but a sleeping one bounds
+ * thread drained between turns). An idle peer fires it once it has
+ * waited the grace (ura__timers_steal), but a sleeping one bounds
  * its sleep by it only if it read it (ura__timers_steal_wait), and one
  * that went to sleep while we idled read none of ours: sleepers leave an
  * idle worker's timers to it (steal_at). So we make sure that some idle
@@ -519,7 +519,6 @@ int ura__timers_steal(struct ura__worker *w, uint64_t now, int look)
 	}
 	return found;
 }
-
 
 uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now)
 {
