@@ -176,7 +176,14 @@ static inline int steal_on(const ura_system *sys)
  * way to sleep; one asleep until no later than our deadline, the grace
  * and a watch back-off (its `tlook`) reads them when it wakes; otherwise
  * one sleeper is woken to read them now. A busy peer is no help: it
- * looks after its turn, whenever that ends.
+ * looks after its turn, whenever that ends. Left open, with three
+ * workers or more: a peer counted on here that turns busy in a long
+ * turn before it looks, while a third sleeps unbounded; the deadline
+ * then waits for one of the two turns. A mark that such a peer reads as
+ * it turns busy (and then looks again on the marker's behalf) would
+ * close it; it was written, but no test made the race happen on a
+ * 2-CPU host (the slot fill of the peer's own turn woke the third
+ * worker to watch every time), so it was not kept (bench/README.md).
  *
  * Both used to wake less precisely, and each way held timers for a whole
  * turn: the arms woke through ura__wake_watcher, once per busy period, a
