@@ -7,8 +7,8 @@
  * connection's keep-alive), so its wheel is never empty. Each tick's
  * turn makes its worker busy with a deadline pending, and the sleeping
  * peer must be able to fire that deadline should the turn run long
- * (time/timers.c, ura__timers_busy and watch_arm): the wakes that costs
- * are what this measures. Prints wakeups (sent by the workers) and
+ * (time/timers.c, watch_due): the wakes that costs are what this
+ * measures. Prints wakeups (sent by the workers) and
  * sleeps per tick, and the process's CPU microseconds per tick (the
  * main thread's wait included: one sleep and a few looks).
  */

@@ -7,7 +7,8 @@
  * reply came), so the worker's wheel goes empty and non-empty once a
  * request. With two workers and one busy chain the other worker has
  * nothing to do: an arm that moves a busy worker's earliest deadline
- * earlier wakes a sleeping peer to watch it (time/timers.c, watch_arm),
+ * earlier wakes a sleeping peer to watch it unless one will look in
+ * time anyway (time/timers.c, watch_due),
  * and how often that happens is what this measures: wakeups (sent by
  * the workers), the sleeps of all workers, requests/s and the process's
  * CPU seconds per million requests.
