@@ -152,6 +152,14 @@ static inline int steal_on(const ura_system *sys)
 	return sys->nworkers > 1 && sys->steal_queue_ns;
 }
 
+/* How long a's due timers wait before b fires them (ura__timers_steal),
+ * or the other way round: longer across nodes. */
+static inline uint64_t steal_grace(const ura_system *sys, const struct ura__worker *a,
+				   const struct ura__worker *b)
+{
+	return a->node == b->node ? sys->steal_next_ns : sys->steal_remote_ns;
+}
+
 /*
  * A sleep is bounded so that the worker looks when a busy peer's earliest
  * timer has waited the grace period. A peer that turns on and fires its
@@ -234,9 +242,8 @@ static void watch_due(struct ura__worker *w)
 		 * publishes the reset of tlook. */
 		if (!atomic_load_explicit(&v->sleeping, memory_order_acquire))
 			return;
-		uint64_t grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
 		if (atomic_load_explicit(&v->tlook, memory_order_relaxed) <=
-		    due + grace + TWATCH_BACK_MAX)
+		    due + steal_grace(sys, w, v) + TWATCH_BACK_MAX)
 			return;
 		if (!cold)
 			cold = v;
@@ -488,7 +495,7 @@ static inline uint64_t steal_at(const struct ura__worker *w, struct ura__worker 
 	if (v == w || atomic_load_explicit(&v->idle, memory_order_relaxed))
 		return UINT64_MAX;
 	uint64_t due = atomic_load_explicit(&v->tm->next_due, memory_order_relaxed);
-	*grace = v->node == w->node ? sys->steal_next_ns : sys->steal_remote_ns;
+	*grace = steal_grace(sys, v, w);
 	return due == UINT64_MAX ? UINT64_MAX : due + *grace;
 }
 
