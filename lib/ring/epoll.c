@@ -58,6 +58,8 @@ int ura__epoll_wait(struct ura__poller *p, uint64_t timeout_ns)
 			ura__poller_drain_eventfd(p);
 		else if (ud >= UD_WATCH && ud < UD_WATCH + 16)
 			p->events |= 1u << (ud - UD_WATCH);
+		else if (ud >= UD_ALARM && ud < UD_ALARM + p->alarm_n)
+			p->alarmed = 1;
 	}
 	if (p->ep)
 		ura__epio_service(p, ura__wall_ns());
@@ -68,4 +70,17 @@ int ura__epoll_watch(struct ura__poller *p, int fd, unsigned bit)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = UD_WATCH + bit };
 	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+int ura__epoll_alarms(struct ura__poller *p)
+{
+	for (unsigned i = 0; i < p->alarm_n; i++) {
+		/* Edge-triggered: one event per expiry, and nobody reads the
+		 * fd (its owner's next set clears it); level-triggered, an
+		 * expired alarm would end every wait until then. */
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = UD_ALARM + i };
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->alarm_fd[i], &ev) < 0)
+			return -errno;
+	}
+	return 0;
 }

@@ -6,11 +6,14 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "ring/backend.h"
 #include "ring/epoll_io.h"
+#include "util/alloc.h"
 
 int ura__poller_init(struct ura__poller *p, int want_uring, int *fell_back,
 		     int *uring_err)
@@ -119,8 +122,59 @@ int ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to)
 	return 0;
 }
 
+/* A timerfd (2.6.25) rather than a timeout on the owner's ring: that
+ * ring is DEFER_TASKRUN, whose timeouts complete only when its owner
+ * enters the kernel, which a worker stuck in a turn does not; and a
+ * timerfd is set by one syscall from the thread that owns the deadline,
+ * watched by the peers' rings as any fd (kernel-notes/timers.md). */
+int ura__alarm_open(void)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int ura__alarm_arm(int fd, uint64_t at_ns)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof its);
+	its.it_value.tv_sec = (time_t)(at_ns / URA_SEC);
+	its.it_value.tv_nsec = (long)(at_ns % URA_SEC);
+	/* Setting it also clears expirations nobody read: no peer has to
+	 * read the fd, and the next expiry is the next wake. */
+	return timerfd_settime(fd, TFD_TIMER_ABSTIME, &its, NULL) < 0 ? -errno : 0;
+}
+
+void ura__alarm_close(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+int ura__poller_alarms(struct ura__poller *p, const int *fds, unsigned n)
+{
+	if (!n)
+		return 0;
+	p->alarm_fd = ura__calloc(n, sizeof *p->alarm_fd);
+	p->alarm_dead = ura__calloc(n, sizeof *p->alarm_dead);
+	if (!p->alarm_fd || !p->alarm_dead) {
+		free(p->alarm_fd);
+		free(p->alarm_dead);
+		p->alarm_fd = NULL;
+		p->alarm_dead = NULL;
+		return -ENOMEM;
+	}
+	memcpy(p->alarm_fd, fds, n * sizeof *fds);
+	p->alarm_n = n;
+	return p->kind == URA__BACKEND_URING ? ura__uring_alarms(p) : ura__epoll_alarms(p);
+}
+
 void ura__poller_fini(struct ura__poller *p)
 {
+	free(p->alarm_fd);
+	free(p->alarm_dead);
+	p->alarm_fd = NULL;
+	p->alarm_dead = NULL;
+	p->alarm_n = 0;
 	ura__epio_fini(p);
 	if (p->kind == URA__BACKEND_URING)
 		io_uring_queue_exit(&p->ring);

@@ -97,6 +97,12 @@ struct ura__poller {
 	unsigned events;   /* user watches that fired (bit per watch), owner */
 	unsigned watch_dead; /* io_uring: watches whose multishot poll ended */
 	int watch_fd[16];
+	/* Peers' alarms this poller watches (ura__poller_alarms), owner. */
+	int *alarm_fd;
+	unsigned alarm_n;
+	uint8_t *alarm_dead;       /* io_uring: its multishot poll ended */
+	int alarm_redo;            /* io_uring: some alarm_dead is set */
+	int alarmed;               /* a peer's alarm fired since it was cleared */
 	/* Actor I/O. */
 	ura__io_cb *on_io;
 	ura__pool_cb *to_pool;
@@ -154,6 +160,22 @@ void ura__poller_wake(struct ura__poller *p);
 /* From the owner of `from` (a worker): wake `to`, by MSG_RING from ring to
  * ring where both have it (then 1), else through `to`'s eventfd (0). */
 int ura__poller_wake_from(struct ura__poller *from, struct ura__poller *to);
+/*
+ * A worker's alarm (time/timers.c, watch_due): a timerfd that its owner
+ * sets to the moment its earliest timer becomes a peer's to fire, and
+ * that every peer's poller watches. If the owner is still in a turn then,
+ * the peers asleep wake and fire it; if it is not, it moved or disarmed
+ * the alarm first and nobody woke. Any thread may set it; sets of one
+ * alarm must not race (its owner alone sets it).
+ */
+int ura__alarm_open(void);                   /* the fd, or -errno */
+/* at_ns: CLOCK_MONOTONIC, absolute (a moment past fires at once); 0
+ * disarms. 0 or -errno. */
+int ura__alarm_arm(int fd, uint64_t at_ns);
+void ura__alarm_close(int fd);
+/* Owner only, once, before its first wait: watch these peers' alarms
+ * (copied); a wait that sees one fire sets p->alarmed. 0 or -errno. */
+int ura__poller_alarms(struct ura__poller *p, const int *fds, unsigned n);
 /* Owner thread, when it exits: the ring (or epoll fd) goes. */
 void ura__poller_fini(struct ura__poller *p);
 /* Once no thread can wake the poller any more: the wake fd goes. Kept

@@ -99,6 +99,8 @@ int ura__uring_init(struct ura__poller *p)
 	return 0;
 }
 
+static int arm_alarms(struct ura__poller *p, int dead);
+
 /* Delivers every CQE that is ready; returns how many were I/O. */
 int ura__uring_reap(struct ura__poller *p)
 {
@@ -126,9 +128,18 @@ int ura__uring_reap(struct ura__poller *p)
 			p->events |= 1u << bit;
 			if (!(cqe->flags & IORING_CQE_F_MORE))
 				p->watch_dead |= 1u << bit;
+		} else if (ud >= UD_ALARM && ud < UD_ALARM + p->alarm_n) {
+			if (cqe->res > 0)
+				p->alarmed = 1;
+			if (!(cqe->flags & IORING_CQE_F_MORE)) {
+				p->alarm_dead[ud - UD_ALARM] = 1;
+				p->alarm_redo = 1;
+			}
 		}
 	}
 	io_uring_cq_advance(&p->ring, seen);
+	if (p->alarm_redo)
+		arm_alarms(p, 1);
 	/* Re-arm watches whose multishot poll ended. */
 	while (p->watch_dead) {
 		unsigned bit = (unsigned)__builtin_ctz(p->watch_dead);
@@ -388,6 +399,54 @@ void ura__uring_iowq(struct ura__poller *p, const void *cpuset, size_t setsize,
 		io_uring_register_iowq_aff(&p->ring, setsize, cpuset);
 	unsigned vals[2] = { max_workers, max_workers };
 	io_uring_register_iowq_max_workers(&p->ring, vals);
+}
+
+/* Multishot polls (5.13) on the peers' alarms: all of them, or only
+ * those whose poll ended (`dead`, after an overflow or an error). A full
+ * SQ is submitted and refilled; what still finds none waits for the next
+ * reap. */
+static int arm_alarms(struct ura__poller *p, int dead)
+{
+	p->alarm_redo = 0;
+	for (unsigned i = 0; i < p->alarm_n; i++) {
+		if (dead && !p->alarm_dead[i])
+			continue;
+		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+		if (!sqe) {
+			io_uring_submit(&p->ring);
+			p->io_sq_pending = 0;
+			sqe = io_uring_get_sqe(&p->ring);
+		}
+		if (!sqe) {
+			p->alarm_redo = 1;
+			if (!dead)
+				return -EBUSY;
+			p->alarm_dead[i] = 1;
+			continue;
+		}
+		p->alarm_dead[i] = 0;
+		io_uring_prep_poll_multishot(sqe, p->alarm_fd[i], POLLIN);
+		io_uring_sqe_set_data64(sqe, UD_ALARM + i);
+		p->io_sq_pending++;
+	}
+	return 0;
+}
+
+int ura__uring_alarms(struct ura__poller *p)
+{
+	/* Each may post a CQE at any time: their room comes off the I/O's
+	 * (a quarter of the CQ at most; past that the kernel's overflow
+	 * list holds the rest, as it would any burst). */
+	unsigned room = p->alarm_n < p->ring.cq.ring_entries / 4 ? p->alarm_n
+								  : p->ring.cq.ring_entries / 4;
+	p->io_limit -= room;
+	int rc = arm_alarms(p, 0);
+	if (rc == 0) {
+		rc = io_uring_submit(&p->ring);
+		rc = rc < 0 ? rc : 0;
+	}
+	p->io_sq_pending = 0;
+	return rc;
 }
 
 int ura__uring_watch(struct ura__poller *p, int fd, unsigned bit)
