@@ -149,6 +149,10 @@ struct ura__worker {
 	uint64_t twatch_turns, twatch_back;
 	uint64_t watch_woke;           /* idle_epoch of the last watch wake sent */
 	uint32_t watch_woke_taken;     /* and next_taken then */
+	/* Its alarm (ring/ring.h; -1 without one: core/sched.c) and when it
+	 * is set to fire (0: disarmed; a moment past: it fired). */
+	int alarm_fd;
+	uint64_t alarm_at;
 	/* Another node's inject queue this worker watches (steal_inject):
 	 * the node (-1: none), its pop count when first seen, since when. */
 	int iwatch_n;
@@ -212,9 +216,6 @@ struct ura__worker {
 	 * the worker reads the busy peers' deadlines again; UINT64_MAX while
 	 * unknown or unbounded (time/timers.c, watch_due). */
 	_Atomic uint64_t tlook;
-	/* Set by a peer that woke it only to look at that peer's deadlines
-	 * (time/timers.c, watch_due): the look needs no spin after it. */
-	_Atomic int twake;
 	_Atomic int idle;              /* looking for work, no turn running */
 	_Atomic uint64_t idle_epoch;   /* bumped on every idle -> busy */
 	struct ura__wstats st;         /* also the quiescence counters */

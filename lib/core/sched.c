@@ -8,6 +8,9 @@
 #include <stdlib.h>
 
 #include "core/sched.h"
+#include "ring/ring.h"
+#include "util/alloc.h"
+#include "util/log.h"
 
 _Thread_local struct ura__worker *ura__current_worker;
 #if defined(__SANITIZE_THREAD__)
@@ -221,6 +224,62 @@ void ura__wake_watcher(struct ura__worker *w)
 	w->watch_woke = epoch;
 	w->watch_woke_taken = taken;
 	wake_among(sys, w, 0, sys->nworkers, w->id + 1);
+}
+
+int ura__alarm_set(struct ura__worker *w, uint64_t at)
+{
+	if (w->alarm_fd < 0)
+		return -EBADF;
+	int rc = ura__alarm_arm(w->alarm_fd, at);
+	if (rc == 0)
+		w->alarm_at = at;
+	return rc;
+}
+
+int ura__alarms_init(ura_system *sys)
+{
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		sys->workers[i].alarm_fd = -1;
+#ifndef URA_DETERMINISTIC
+	/* Alone, nobody takes a worker's work. */
+	for (unsigned i = 0; i < sys->nworkers && sys->nworkers > 1; i++) {
+		int fd = ura__alarm_open();
+		if (fd < 0) {
+			ura__log(&sys->log, URA_LOG_WARN,
+				 "worker %u: no alarm (%s): peers are woken at once instead",
+				 i, ura_strerror(fd));
+			continue;
+		}
+		sys->workers[i].alarm_fd = fd;
+	}
+#endif
+	return 0;
+}
+
+void ura__alarms_fini(ura_system *sys)
+{
+	for (unsigned i = 0; sys->workers && i < sys->nworkers; i++) {
+		ura__alarm_close(sys->workers[i].alarm_fd);
+		sys->workers[i].alarm_fd = -1;
+	}
+}
+
+int ura__alarms_watch(struct ura__worker *w)
+{
+	ura_system *sys = w->sys;
+	int fds[64] = { 0 };
+	int *all = sys->nworkers <= URA__ARRAY_LEN(fds) ? fds
+			  : ura__calloc(sys->nworkers, sizeof *all);
+	if (!all)
+		return -ENOMEM;
+	unsigned n = 0;
+	for (unsigned i = 0; i < sys->nworkers; i++)
+		if (i != w->id && sys->workers[i].alarm_fd >= 0)
+			all[n++] = sys->workers[i].alarm_fd;
+	int rc = ura__poller_alarms(&w->poller, all, n);
+	if (all != fds)
+		free(all);
+	return rc;
 }
 
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)

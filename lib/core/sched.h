@@ -17,6 +17,29 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
  * looks (an actor in its next slot): wakes a sleeping peer to watch,
  * once per busy period. */
 void ura__wake_watcher(struct ura__worker *w);
+
+/*
+ * A worker's alarm (ring/ring.h): set to the moment its earliest timer
+ * becomes a peer's to fire, when no sleeping peer would look by then
+ * (time/timers.c, watch_due), and moved on as the owner fires its own.
+ * A peer asleep at that moment wakes; if the owner fired it first,
+ * nobody does.
+ */
+/* At start, per worker (none in the deterministic build, or if the
+ * kernel refuses: the wakes they replace are sent instead). 0. */
+int ura__alarms_init(ura_system *sys);
+void ura__alarms_fini(ura_system *sys);
+/* Owner, before its first wait: its poller watches the peers' alarms. */
+int ura__alarms_watch(struct ura__worker *w);
+/* Owner: the alarm will fire by `at`, still to come at `now`. */
+static inline int ura__alarm_covers(const struct ura__worker *w, uint64_t at, uint64_t now)
+{
+	return w->alarm_at && w->alarm_at <= at && w->alarm_at > now;
+}
+/* Owner: set to fire at `at` (0: disarm). 0, or -errno (-EBADF: no
+ * alarm), and then the caller wakes a peer itself. */
+int ura__alarm_set(struct ura__worker *w, uint64_t at);
+
 /* Puts an actor that used up its turn at the back of w's run queue. */
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a);
 /* Wakes v if it is asleep (one wake per sleep); self: the waking worker,

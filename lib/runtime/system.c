@@ -15,6 +15,7 @@
 #include "core/metrics.h"
 #include "core/outbox.h"
 #include "core/quiesce.h"
+#include "core/sched.h"
 #include "core/topo.h"
 #include "io/io.h"
 #include "io/pool.h"
@@ -227,6 +228,7 @@ static uint64_t teardown(ura_system *sys, uint64_t *live)
 	 * handled either (a worker stopped in the middle of a pass). */
 	lost += ura__outboxes_fini(sys);
 	lost += ura__time_fini(sys);
+	ura__alarms_fini(sys);
 	ura__io_fini(sys);
 	ura__ext_fini(sys);
 	for (unsigned i = 0; sys->workers && i < sys->nworkers; i++) {
@@ -323,8 +325,11 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 	pthread_condattr_destroy(&ca);
 	rc = -ENOMEM;
 	sys->workers = ura__aligned_alloc(URA__CACHELINE, workers * sizeof *sys->workers);
-	if (sys->workers)
+	if (sys->workers) {
 		memset(sys->workers, 0, workers * sizeof *sys->workers);
+		for (unsigned i = 0; i < workers; i++)
+			sys->workers[i].alarm_fd = -1; /* teardown closes none */
+	}
 	sys->nodes = ura__aligned_alloc(URA__CACHELINE, (size_t)topo.nnodes * sizeof *sys->nodes);
 	if (sys->nodes)
 		memset(sys->nodes, 0, (size_t)topo.nnodes * sizeof *sys->nodes);
@@ -338,6 +343,7 @@ URA_API int ura_system_new(ura_system **out, const ura_config *cfg)
 		    (rc = ura__mx_init(sys, p.mx_shift)) == 0 &&
 		    (rc = ura__outboxes_init(sys)) == 0 &&
 		    (rc = pools_init(sys)) == 0 &&
+		    (rc = ura__alarms_init(sys)) == 0 &&
 		    (rc = ura__time_init(sys)) == 0 &&
 		    (rc = ura__io_init(sys)) == 0 &&
 		    (rc = ura__signals_init(sys)) == 0 &&

@@ -268,6 +268,7 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 		ura__inc(&w->st.sleeps);
 		ura__inc(&w->st.ring_enters);
 		ura__mx_state(w, URA__MX_SLEEP, ura__now_ns()); /* metrics */
+		w->poller.alarmed = 0;
 		URA_PROBE2(sleep, w->id, wait);
 		int rc = ura__poller_wait(&w->poller, wait);
 		URA_PROBE2(wake, w->id, rc);
@@ -376,13 +377,13 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		/* A watcher's timed wake is for one look at the slot it
 		 * watches, not a spin: spinning there polled the busy peer's
 		 * queue and slot lines while it wrote them (thread_ring at 2
-		 * workers lost 11%). So is a wake by a busy peer for its
-		 * deadlines (time/timers.c, watch_due): a periodic timer's
-		 * re-arm sends one each period, and the spin after it cost
-		 * more than the wake (bench/ticker). Work that comes later
-		 * wakes us as ever. relaxed: a hint (see watch_due). */
-		int twake = atomic_exchange_explicit(&w->twake, 0, memory_order_relaxed);
-		spin = twake || w->watch_v >= 0 || w->iwatch_n >= 0 || w->qwatch_v >= 0 ?
+		 * workers lost 11%). So is a wake by a busy peer's alarm for
+		 * its deadlines (time/timers.c, watch_due): the look fires
+		 * them, and a spin after it cost more than the wake
+		 * (bench/ticker). Work that comes later wakes us as ever. */
+		int alarmed = w->poller.alarmed;
+		w->poller.alarmed = 0;
+		spin = alarmed || w->watch_v >= 0 || w->iwatch_n >= 0 || w->qwatch_v >= 0 ?
 			       0 : sys->spin_ns;
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now)) {
@@ -442,6 +443,10 @@ static void *worker_main(void *arg)
 	 * touched on the worker's node. */
 	int fell_back = 0, uerr = 0;
 	int rc = ura__poller_init(&w->poller, sys->want_uring, &fell_back, &uerr);
+	/* Every peer's alarm fd exists (time_init): its poller watches
+	 * them from its first wait. */
+	if (rc == 0 && (rc = ura__alarms_watch(w)) < 0)
+		ura__poller_fini(&w->poller);
 	pthread_mutex_lock(&ss->lock);
 	if (rc < 0 && !ss->err)
 		ss->err = rc;

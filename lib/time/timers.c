@@ -179,33 +179,35 @@ static inline uint64_t steal_grace(const ura_system *sys, const struct ura__work
  * waited the grace (ura__timers_steal), but a sleeping one bounds
  * its sleep by it only if it read it (ura__timers_steal_wait), and one
  * that went to sleep while we idled read none of ours: sleepers leave an
- * idle worker's timers to it (steal_at). So we make sure that some idle
- * peer looks at our deadlines by then: one that spins reads them on its
- * way to sleep; one asleep until no later than our deadline, the grace
- * and a watch back-off (its `tlook`) reads them when it wakes; otherwise
- * one sleeper is woken to read them now. A busy peer is no help: it
- * looks after its turn, whenever that ends. Left open, with three
- * workers or more: a peer counted on here that turns busy in a long
- * turn before it looks, while a third sleeps unbounded; the deadline
- * then waits for one of the two turns. A mark that such a peer reads as
- * it turns busy (and then looks again on the marker's behalf) would
- * close it; it was written, but no test made the race happen on a
- * 2-CPU host (the slot fill of the peer's own turn woke the third
- * worker to watch every time), so it was not kept (bench/README.md).
+ * idle worker's timers to it (steal_at). So we make sure that every
+ * sleeping peer either looks at our deadlines by then on its own (it
+ * sleeps until no later than the deadline, the grace and a watch
+ * back-off: its `tlook`) or is woken then by our alarm (ring/ring.h), a
+ * timerfd every peer's poller watches, set to the deadline plus the
+ * grace. A peer that spins, or is busy, is not counted on: it reads our
+ * deadlines as it goes to sleep (below), whenever that is.
  *
- * Both used to wake less precisely, and each way held timers for a whole
- * turn: the arms woke through ura__wake_watcher, once per busy period, a
- * wake a slot fill had spent before them (tests/timer_steal, "after a
- * watch wake": 1 run in 20 under ASan beside CPU hogs); then through
- * maybe_wake, which woke nobody while some peer watched a run queue; and
- * a worker turning busy woke one only for a deadline within
- * TWATCH_BACK_MAX, so a turn that began 50 ms before its deadline held it
- * to the end ("armed 60 ms ahead"). What it costs: a periodic timer's
- * re-arm wakes the sleeping peer once a period, as it did
- * (bench/ticker); a worker that holds a keep-alive timeout wakes one
- * once, which then sleeps until that deadline and so covers each later
- * busy period; a busy actor's timeout armed and cancelled each request
- * (bench/timeout_churn) is covered by the sleep the first one bounded.
+ * The alarm wakes nobody unless our turn is still running then: before
+ * the moment, we fire the deadline ourselves, asleep or not, and every
+ * pass of ours over the wheel moves the alarm on to the next deadline
+ * or disarms it (alarm_fit). It stays set across busy periods, so a
+ * deadline that stays (a keep-alive timeout) costs one timerfd_settime,
+ * once; a periodic timer costs two a period (the disarm as it fires,
+ * the set as it is armed again), where it woke the sleeping peer at
+ * every period (bench/ticker). When it does fire, every sleeping peer
+ * wakes, and one fires the timers; a peer on another node, woken before
+ * its longer grace, bounds its sleep by what it read.
+ *
+ * It used to be a wake, sent at once to a sleeper that would not look in
+ * time, which then slept until the deadline; before that, a wake only
+ * for a deadline within TWATCH_BACK_MAX, or none while a peer watched a
+ * run queue. Each woke a peer for every periodic timer, and the last two
+ * held timers for a whole turn ("armed 60 ms ahead" in
+ * tests/timer_steal). The wake also counted on a spinner to look, which
+ * with three workers could turn busy first while a third slept
+ * unbounded (bench/README.md); the alarm wakes whoever sleeps at its
+ * moment, so a spinner needs no trust. A wake is still what a worker
+ * without an alarm sends (the kernel refused the fd).
  *
  * Why no peer sleeps past the deadline unwarned, with our publication
  * (the store of next_due under wlock, or the seq_cst store of `idle` =
@@ -218,42 +220,64 @@ static inline uint64_t steal_grace(const ura_system *sys, const struct ura__work
  * order (else we would read what it wrote before it), and its look sees
  * what we published. If we read the horizon of this very sleep, it
  * looks again by then, and that next round's fence follows ours for the
- * same reason.
+ * same reason. Otherwise the alarm is set, before we return, to a moment
+ * we read the clock before (or found it set so, the clock read after
+ * the fence): the peer's wake comes from the kernel after that moment,
+ * and our publication, fenced before it, is what the look that follows
+ * reads. A wake that comes before the peer enters its wait is a CQE or
+ * an epoll event queued for that wait, never lost.
  */
 static void watch_due(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
+	struct ura__timers *T = w->tm;
 	/* relaxed: our own, stored under wlock by this thread. */
-	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
+	uint64_t due = atomic_load_explicit(&T->next_due, memory_order_relaxed);
 	if (due == UINT64_MAX || !steal_on(sys))
 		return;
 	ura__fence_seq_cst(); /* pairs with worker_sleep's (see above) */
+	/* Set already, to a moment not yet come and not past ours: it wakes
+	 * whoever sleeps then. The nearest grace (a peer on our node):
+	 * one on another node woken early finds nothing yet and bounds its
+	 * sleep by what it read. */
+	uint64_t at = due + sys->steal_next_ns;
+	if (ura__alarm_covers(w, at, ura__now_ns()))
+		return;
 	/* Nobody asleep: every peer spins or runs (relaxed after the fence;
 	 * a sleeper counts itself before its fence, as it stores tlook). */
 	if (!atomic_load_explicit(&sys->nsleeping, memory_order_relaxed))
 		return;
 	struct ura__worker *cold = NULL;
-	for (unsigned i = 1; i < sys->nworkers; i++) {
+	for (unsigned i = 1; i < sys->nworkers && !cold; i++) {
 		struct ura__worker *v = &sys->workers[(w->id + i) % sys->nworkers];
-		/* relaxed, after the fence: the argument above. */
-		if (!atomic_load_explicit(&v->idle, memory_order_relaxed))
+		/* relaxed, after the fence: the argument above. acquire on
+		 * `sleeping`: pairs with the seq_cst store that publishes the
+		 * reset of tlook. */
+		if (!atomic_load_explicit(&v->idle, memory_order_relaxed) ||
+		    !atomic_load_explicit(&v->sleeping, memory_order_acquire))
 			continue;
-		/* acquire: pairs with the seq_cst store of `sleeping` that
-		 * publishes the reset of tlook. */
-		if (!atomic_load_explicit(&v->sleeping, memory_order_acquire))
-			return;
-		if (atomic_load_explicit(&v->tlook, memory_order_relaxed) <=
+		if (atomic_load_explicit(&v->tlook, memory_order_relaxed) >
 		    due + steal_grace(sys, w, v) + TWATCH_BACK_MAX)
-			return;
-		if (!cold)
 			cold = v;
 	}
-	if (cold) {
-		/* relaxed: a hint (runtime/worker.c, find_work), read after
-		 * the wake it comes with; stale, it costs a spin or saves one. */
-		atomic_store_explicit(&cold->twake, 1, memory_order_relaxed);
+	/* Without an alarm (none could be made, or the kernel refused to
+	 * set it): the sleeper is woken now, looks and bounds its sleep. */
+	if (cold && ura__alarm_set(w, at) < 0)
 		ura__wake(w, cold);
-	}
+}
+
+/* After the owner's own pass over its wheel (idle or busy): an alarm
+ * still to come moves on to the next deadline, or is disarmed, or it
+ * would wake the peers for one the owner has fired. */
+static void alarm_fit(struct ura__worker *w, uint64_t now)
+{
+	if (w->alarm_at <= now)
+		return;
+	/* relaxed: our own, under wlock, or a thief's that made it later. */
+	uint64_t due = atomic_load_explicit(&w->tm->next_due, memory_order_relaxed);
+	uint64_t at = due == UINT64_MAX ? 0 : due + w->sys->steal_next_ns;
+	if (at != w->alarm_at)
+		(void)ura__alarm_set(w, at); /* refused: a wake for nothing */
 }
 
 static void push_stack(_Atomic(struct ura__trec *) *top, struct ura__trec *r, int via_link)
@@ -477,6 +501,8 @@ int ura__timers_service(struct ura__worker *w, uint64_t *now, int idle)
 	else if (!T->wheel.count)
 		atomic_store_explicit(&T->next_due, UINT64_MAX, memory_order_relaxed);
 	wl_unlock(T);
+	if (w->alarm_at)
+		alarm_fit(w, *now);
 	/* Between turns, an arm from another thread is as one of ours (see
 	 * ura__timer_arm); idle, we fire our own. */
 	if (earlier && !idle)

@@ -127,9 +127,10 @@ int ura__timers_steal(struct ura__worker *w, uint64_t now, int look);
  * its to fire (ura__timers_steal); 0: no such peer. */
 uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now);
 /* The owner, idle until now, turns busy: with a deadline of its own
- * pending, it makes sure an idle peer will look at it in time, waking a
- * sleeper if none would (time/timers.c, watch_due). */
+ * pending, it makes sure an idle peer will look at it in time, setting
+ * its alarm if no peer would (time/timers.c, watch_due). */
 void ura__timers_busy(struct ura__worker *w);
+
 static inline int ura__timers_visible(struct ura__worker *w)
 {
 	/* seq_cst: the arm and cancel stacks are pushed with seq_cst CASes
