@@ -135,6 +135,9 @@ struct ura__worker {
 	 * right after it here, and wake no peer to watch them (core/
 	 * sched.c, ura__schedule). */
 	uint8_t turn_ends;
+	/* The worker loop is between turns (runtime/worker.c): an actor put
+	 * in the next slot now runs next, and wakes no watcher. */
+	uint8_t between_turns;
 	/* A peer's next slot this worker watches (core/sched.c, steal_next):
 	 * the peer, its turn count when first seen, since when, and how
 	 * long the watcher sleeps between looks. */

@@ -195,8 +195,13 @@ void ura__schedule(ura_system *sys, struct ura__worker *w, struct ura__actor *a)
 		return;
 	}
 	atomic_store_explicit(&w->next, a, memory_order_release);
-	/* Someone must look at the slot if our turn goes on. */
-	ura__wake_watcher(w);
+	/* Someone must look at the slot if our turn goes on. Between turns
+	 * (a timer fired, an I/O completion, a batch from another node) no
+	 * turn goes on: the loop picks the slot next, and wakes a watcher
+	 * itself if its pick left it (runtime/worker.c). A periodic timer's
+	 * message woke the sleeping peer at every period (bench/ticker). */
+	if (!w->between_turns)
+		ura__wake_watcher(w);
 }
 
 void ura__wake_watcher(struct ura__worker *w)

@@ -478,6 +478,7 @@ static void *worker_main(void *arg)
 	ura__st(&w->mx->start_ns, t);
 
 	while (!atomic_load_explicit(&sys->shutdown, memory_order_acquire)) {
+		w->between_turns = 1;
 		service_sources(w);
 		struct ura__actor *a = ura__pick(w);
 		if (!a) {
@@ -485,7 +486,14 @@ static void *worker_main(void *arg)
 			if (!a)
 				continue;
 		}
+		w->between_turns = 0;
 		mark_busy(w);
+		/* An actor put in the next slot between turns woke no watcher
+		 * (core/sched.c, ura__schedule): the pick took it, unless the
+		 * inject queue's turn came first, and then it waits for this
+		 * turn as one put there by a turn would. relaxed: our slot. */
+		if (ura__unlikely(atomic_load_explicit(&w->next, memory_order_relaxed) != NULL))
+			ura__wake_watcher(w);
 		ura__actor_turn(w, a);
 		/* End of the pass: no cross-node message waits longer. */
 		flush_outbox(w);
