@@ -342,6 +342,12 @@ struct ura_system {
 	_Atomic int awaiters;
 	uint64_t q_gen;                /* under q_lock */
 	void *start_sync;              /* during ura__workers_start */
+	/* Per worker, nworkers - 1 of each: the peers' alarm fds its poller
+	 * watches and that poller's re-arm marks (core/sched.c,
+	 * ura__alarms_init; made before any worker starts, which then
+	 * allocates nothing). */
+	int *alarm_peers;
+	uint8_t *alarm_dead;
 
 	/* The layers above: each allocates and frees its own. */
 	struct ura__timesys *time;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/sched.h"
 #include "ring/ring.h"
@@ -243,11 +244,18 @@ int ura__alarm_set(struct ura__worker *w, uint64_t at)
 
 int ura__alarms_init(ura_system *sys)
 {
-	for (unsigned i = 0; i < sys->nworkers; i++)
+	unsigned n = sys->nworkers;
+	for (unsigned i = 0; i < n; i++)
 		sys->workers[i].alarm_fd = -1;
 #ifndef URA_DETERMINISTIC
 	/* Alone, nobody takes a worker's work. */
-	for (unsigned i = 0; i < sys->nworkers && sys->nworkers > 1; i++) {
+	if (n < 2)
+		return 0;
+	sys->alarm_peers = ura__calloc((size_t)n * (n - 1), sizeof *sys->alarm_peers);
+	sys->alarm_dead = ura__calloc((size_t)n * (n - 1), sizeof *sys->alarm_dead);
+	if (!sys->alarm_peers || !sys->alarm_dead)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
 		int fd = ura__alarm_open();
 		if (fd < 0) {
 			ura__log(&sys->log, URA_LOG_WARN,
@@ -267,24 +275,25 @@ void ura__alarms_fini(ura_system *sys)
 		ura__alarm_close(sys->workers[i].alarm_fd);
 		sys->workers[i].alarm_fd = -1;
 	}
+	free(sys->alarm_peers);
+	free(sys->alarm_dead);
+	sys->alarm_peers = NULL;
+	sys->alarm_dead = NULL;
 }
 
 int ura__alarms_watch(struct ura__worker *w)
 {
 	ura_system *sys = w->sys;
-	int fds[64] = { 0 };
-	int *all = sys->nworkers <= URA__ARRAY_LEN(fds) ? fds
-			  : ura__calloc(sys->nworkers, sizeof *all);
-	if (!all)
-		return -ENOMEM;
+	if (!sys->alarm_peers)
+		return 0;
+	size_t at = (size_t)w->id * (sys->nworkers - 1);
+	int *fds = sys->alarm_peers + at;
 	unsigned n = 0;
 	for (unsigned i = 0; i < sys->nworkers; i++)
 		if (i != w->id && sys->workers[i].alarm_fd >= 0)
-			all[n++] = sys->workers[i].alarm_fd;
-	int rc = ura__poller_alarms(&w->poller, all, n);
-	if (all != fds)
-		free(all);
-	return rc;
+			fds[n++] = sys->workers[i].alarm_fd;
+	memset(sys->alarm_dead + at, 0, n);
+	return ura__poller_alarms(&w->poller, fds, sys->alarm_dead + at, n);
 }
 
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)

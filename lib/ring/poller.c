@@ -6,14 +6,12 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "ring/backend.h"
 #include "ring/epoll_io.h"
-#include "util/alloc.h"
 
 int ura__poller_init(struct ura__poller *p, int want_uring, int *fell_back,
 		     int *uring_err)
@@ -150,28 +148,18 @@ void ura__alarm_close(int fd)
 		close(fd);
 }
 
-int ura__poller_alarms(struct ura__poller *p, const int *fds, unsigned n)
+int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n)
 {
 	if (!n)
 		return 0;
-	p->alarm_fd = ura__calloc(n, sizeof *p->alarm_fd);
-	p->alarm_dead = ura__calloc(n, sizeof *p->alarm_dead);
-	if (!p->alarm_fd || !p->alarm_dead) {
-		free(p->alarm_fd);
-		free(p->alarm_dead);
-		p->alarm_fd = NULL;
-		p->alarm_dead = NULL;
-		return -ENOMEM;
-	}
-	memcpy(p->alarm_fd, fds, n * sizeof *fds);
+	p->alarm_fd = fds;
+	p->alarm_dead = dead;
 	p->alarm_n = n;
 	return p->kind == URA__BACKEND_URING ? ura__uring_alarms(p) : ura__epoll_alarms(p);
 }
 
 void ura__poller_fini(struct ura__poller *p)
 {
-	free(p->alarm_fd);
-	free(p->alarm_dead);
 	p->alarm_fd = NULL;
 	p->alarm_dead = NULL;
 	p->alarm_n = 0;

@@ -98,7 +98,7 @@ struct ura__poller {
 	unsigned watch_dead; /* io_uring: watches whose multishot poll ended */
 	int watch_fd[16];
 	/* Peers' alarms this poller watches (ura__poller_alarms), owner. */
-	int *alarm_fd;
+	const int *alarm_fd;
 	unsigned alarm_n;
 	uint8_t *alarm_dead;       /* io_uring: its multishot poll ended */
 	int alarm_redo;            /* io_uring: some alarm_dead is set */
@@ -173,9 +173,11 @@ int ura__alarm_open(void);                   /* the fd, or -errno */
  * disarms. 0 or -errno. */
 int ura__alarm_arm(int fd, uint64_t at_ns);
 void ura__alarm_close(int fd);
-/* Owner only, once, before its first wait: watch these peers' alarms
- * (copied); a wait that sees one fire sets p->alarmed. 0 or -errno. */
-int ura__poller_alarms(struct ura__poller *p, const int *fds, unsigned n);
+/* Owner only, once, before its first wait: watch these peers' alarms;
+ * a wait that sees one fire sets p->alarmed. `dead`, n bytes of zeroes,
+ * is the backend's; both arrays are the caller's, and outlive the
+ * poller. 0 or -errno. */
+int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n);
 /* Owner thread, when it exits: the ring (or epoll fd) goes. */
 void ura__poller_fini(struct ura__poller *p);
 /* Once no thread can wake the poller any more: the wake fd goes. Kept
