@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/sched.h"
 #include "ring/ring.h"
@@ -244,10 +243,9 @@ int ura__alarm_set(struct ura__worker *w, uint64_t at)
 
 int ura__alarms_init(ura_system *sys)
 {
-	unsigned n = sys->nworkers;
-	for (unsigned i = 0; i < n; i++)
-		sys->workers[i].alarm_fd = -1;
+	/* Every alarm_fd is -1 until here (ura_system_new). */
 #ifndef URA_DETERMINISTIC
+	unsigned n = sys->nworkers;
 	/* Alone, nobody takes a worker's work. */
 	if (n < 2)
 		return 0;
@@ -265,6 +263,8 @@ int ura__alarms_init(ura_system *sys)
 		}
 		sys->workers[i].alarm_fd = fd;
 	}
+#else
+	(void)sys;
 #endif
 	return 0;
 }
@@ -292,7 +292,6 @@ int ura__alarms_watch(struct ura__worker *w)
 	for (unsigned i = 0; i < sys->nworkers; i++)
 		if (i != w->id && sys->workers[i].alarm_fd >= 0)
 			fds[n++] = sys->workers[i].alarm_fd;
-	memset(sys->alarm_dead + at, 0, n);
 	return ura__poller_alarms(&w->poller, fds, sys->alarm_dead + at, n);
 }
 

@@ -174,8 +174,8 @@ int ura__alarm_open(void);                   /* the fd, or -errno */
 int ura__alarm_arm(int fd, uint64_t at_ns);
 void ura__alarm_close(int fd);
 /* Owner only, once, before its first wait: watch these peers' alarms;
- * a wait that sees one fire sets p->alarmed. `dead`, n bytes of zeroes,
- * is the backend's; both arrays are the caller's, and outlive the
+ * a wait that sees one fire sets p->alarmed. `dead`, n bytes, is the
+ * backend's to write; both arrays are the caller's, and outlive the
  * poller. 0 or -errno. */
 int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n);
 /* Owner thread, when it exits: the ring (or epoll fd) goes. */

@@ -99,6 +99,19 @@ int ura__uring_init(struct ura__poller *p)
 	return 0;
 }
 
+/* An SQE, submitting what is queued first if the SQ is full; NULL only
+ * if the submit left no room either. */
+static struct io_uring_sqe *sqe_get(struct ura__poller *p)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
+	if (!sqe) {
+		io_uring_submit(&p->ring);
+		p->io_sq_pending = 0;
+		sqe = io_uring_get_sqe(&p->ring);
+	}
+	return sqe;
+}
+
 static int arm_alarms(struct ura__poller *p, int dead);
 
 /* Delivers every CQE that is ready; returns how many were I/O. */
@@ -343,14 +356,9 @@ void ura__uring_cancel(struct ura__poller *p, struct ura__ioreq *r)
 		p->on_io(p->io_ctx, r, -ECANCELED, 0, 0);
 		return;
 	}
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
-	if (!sqe) {
-		io_uring_submit(&p->ring);
-		p->io_sq_pending = 0;
-		sqe = io_uring_get_sqe(&p->ring);
-		if (!sqe)
-			return; /* cannot happen: the submit emptied the SQ */
-	}
+	struct io_uring_sqe *sqe = sqe_get(p);
+	if (!sqe)
+		return; /* cannot happen: the submit emptied the SQ */
 	/* Cancels (5.5) complete with a CQE of their own, which we skip on
 	 * success (5.17); the operation's CQE reports -ECANCELED. */
 	io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)r | URA__UD_IO, 0);
@@ -411,12 +419,7 @@ static int arm_alarms(struct ura__poller *p, int dead)
 	for (unsigned i = 0; i < p->alarm_n; i++) {
 		if (dead && !p->alarm_dead[i])
 			continue;
-		struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
-		if (!sqe) {
-			io_uring_submit(&p->ring);
-			p->io_sq_pending = 0;
-			sqe = io_uring_get_sqe(&p->ring);
-		}
+		struct io_uring_sqe *sqe = sqe_get(p);
 		if (!sqe) {
 			p->alarm_redo = 1;
 			if (!dead)
@@ -451,13 +454,9 @@ int ura__uring_alarms(struct ura__poller *p)
 
 int ura__uring_watch(struct ura__poller *p, int fd, unsigned bit)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&p->ring);
-	if (!sqe) {
-		io_uring_submit(&p->ring);
-		sqe = io_uring_get_sqe(&p->ring);
-		if (!sqe)
-			return -EBUSY;
-	}
+	struct io_uring_sqe *sqe = sqe_get(p);
+	if (!sqe)
+		return -EBUSY;
 	io_uring_prep_poll_multishot(sqe, fd, POLLIN);
 	io_uring_sqe_set_data64(sqe, UD_WATCH + bit);
 	int rc = io_uring_submit(&p->ring);

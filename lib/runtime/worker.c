@@ -443,8 +443,8 @@ static void *worker_main(void *arg)
 	 * touched on the worker's node. */
 	int fell_back = 0, uerr = 0;
 	int rc = ura__poller_init(&w->poller, sys->want_uring, &fell_back, &uerr);
-	/* Every peer's alarm fd exists (time_init): its poller watches
-	 * them from its first wait. */
+	/* Every peer's alarm fd exists (core/sched.c, ura__alarms_init):
+	 * its poller watches them from its first wait. */
 	if (rc == 0 && (rc = ura__alarms_watch(w)) < 0)
 		ura__poller_fini(&w->poller);
 	pthread_mutex_lock(&ss->lock);

@@ -130,7 +130,6 @@ uint64_t ura__timers_steal_wait(struct ura__worker *w, uint64_t now);
  * pending, it makes sure an idle peer will look at it in time, setting
  * its alarm if no peer would (time/timers.c, watch_due). */
 void ura__timers_busy(struct ura__worker *w);
-
 static inline int ura__timers_visible(struct ura__worker *w)
 {
 	/* seq_cst: the arm and cancel stacks are pushed with seq_cst CASes
