@@ -122,14 +122,15 @@ static inline void b_stats(const ura_stats *st)
 	fprintf(stderr,
 		"stats: turns=%llu received=%llu steals=%llu sleeps=%llu "
 		"wakeups=%llu ring_enters=%llu spin_yields=%llu steals_remote=%llu "
-		"cross_node=%llu flushes=%llu flushed=%llu\n",
+		"cross_node=%llu flushes=%llu flushed=%llu alarm_sets=%llu alarm_wakes=%llu\n",
 		(unsigned long long)st->turns, (unsigned long long)st->received,
 		(unsigned long long)st->steals, (unsigned long long)st->sleeps,
 		(unsigned long long)st->wakeups,
 		(unsigned long long)st->ring_enters,
 		(unsigned long long)st->spin_yields, (unsigned long long)st->steals_remote,
 		(unsigned long long)st->cross_node, (unsigned long long)st->flushes,
-		(unsigned long long)st->flushed);
+		(unsigned long long)st->flushed, (unsigned long long)st->alarm_sets,
+		(unsigned long long)st->alarm_wakes);
 }
 
 /* Positional arguments, skipping "--flags": the i-th (1-based) one. */

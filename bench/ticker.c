@@ -73,9 +73,11 @@ int main(int argc, char **argv)
 	double wall = b_now() - t0, c = b_cpu_s() - c0;
 	ura_system_stats(sys, &s1);
 	printf("bench=ticker system=ura workers=%u period_us=%lld hold=%d msgs=%ld "
-	       "wakeups_per_tick=%.2f sleeps_per_tick=%.2f cpu_us_per_tick=%.1f wall_s=%.6f "
-	       "rate=%.1f\n",
+	       "wakeups_per_tick=%.2f alarm_wakes_per_tick=%.2f alarm_sets_per_tick=%.2f "
+	       "sleeps_per_tick=%.2f cpu_us_per_tick=%.1f wall_s=%.6f rate=%.1f\n",
 	       s1.workers, period_us, hold, ticks, (double)(s1.wakeups - s0.wakeups) / ticks,
+	       (double)(s1.alarm_wakes - s0.alarm_wakes) / ticks,
+	       (double)(s1.alarm_sets - s0.alarm_sets) / ticks,
 	       (double)(s1.sleeps - s0.sleeps) / ticks, c / ticks * 1e6, wall, ticks / wall);
 	/* The held timeout is still pending: destroy drops it. */
 	ura_system_destroy(sys);

@@ -109,7 +109,9 @@ struct ura__wstats {
 		wakeups_ring,             /* of wakeups: by IORING_OP_MSG_RING */
 		fiber_switches,           /* actor/fiber.c */
 		timers_stolen,            /* time/timers.c, ura__timers_steal */
-		spin_yields;              /* runtime/worker.c, find_work */
+		spin_yields,              /* runtime/worker.c, find_work */
+		alarm_sets,               /* core/sched.c, ura__alarm_set */
+		alarm_wakes;              /* runtime/worker.c, worker_sleep */
 };
 
 struct ura__worker {

@@ -236,6 +236,7 @@ int ura__alarm_set(struct ura__worker *w, uint64_t at)
 	if (w->alarm_fd < 0)
 		return -EBADF;
 	int rc = ura__alarm_arm(w->alarm_fd, at);
+	ura__inc(&w->st.alarm_sets);
 	if (rc == 0)
 		w->alarm_at = at;
 	return rc;

@@ -593,7 +593,9 @@ typedef struct ura_stats {
 	                              reuse (see ura_system_stats(3)) */
 	uint64_t timers_stolen;    /* of timers_fired: fired by an idle worker
 	                              for the busy one that armed them */
-	uint64_t reserved_[1];     /* written as zero: later counters go here */
+	uint64_t alarm_sets;       /* timerfd_settime calls of the workers'
+	                              alarms: a deadline of a busy worker's
+	                              timer that an idle peer must not miss */
 	/* Context-switching actors: alive now; switches into their bodies;
 	 * stacks mapped now (running, waiting, or kept in the pool); of
 	 * those, kept in the pool for the next spawn. */
@@ -601,7 +603,9 @@ typedef struct ura_stats {
 	uint64_t fiber_switches;
 	uint64_t stacks_mapped;
 	uint64_t stacks_pooled;
-	uint64_t reserved2_[18];   /* written as zero */
+	uint64_t alarm_wakes;      /* sleeps in which a busy peer's alarm
+	                              fired (its turn outlasted a deadline) */
+	uint64_t reserved2_[17];   /* written as zero */
 } ura_stats;
 URA_API int ura_system_stats(ura_system *sys, ura_stats *out);
 
@@ -671,7 +675,9 @@ typedef struct ura_worker_metrics {
 	uint64_t wakeups_msg_ring, wakeups_eventfd;
 	uint64_t spin_yields;      /* sched_yield calls of its idle spins (a
 	                              spin that was preempted yields a while) */
-	uint64_t reserved_[5];     /* written as zero */
+	uint64_t alarm_sets;       /* sets of its alarm (timerfd_settime) */
+	uint64_t alarm_wakes;      /* its sleeps in which a peer's alarm fired */
+	uint64_t reserved_[3];     /* written as zero */
 } ura_worker_metrics;
 
 typedef struct ura_class_metrics {

@@ -83,6 +83,8 @@ static void worker_read(ura_system *sys, struct ura__worker *w, ura_worker_metri
 				     ? o->wakeups_sent - o->wakeups_msg_ring : 0;
 	o->ring_enters = ura__ld(&s->ring_enters);
 	o->spin_yields = ura__ld(&s->spin_yields);
+	o->alarm_sets = ura__ld(&s->alarm_sets);
+	o->alarm_wakes = ura__ld(&s->alarm_wakes);
 	o->timers_armed = ura__ld(&s->timers_armed);
 	o->timers_fired = ura__ld(&s->timers_fired);
 	o->timers_cancelled = ura__ld(&s->timers_cancelled);

@@ -511,6 +511,8 @@ URA_API int ura_system_stats(ura_system *sys, ura_stats *out)
 		out->fiber_switches += ura__ld(&s->fiber_switches);
 		out->spin_yields += ura__ld(&s->spin_yields);
 		out->timers_stolen += ura__ld(&s->timers_stolen);
+		out->alarm_sets += ura__ld(&s->alarm_sets);
+		out->alarm_wakes += ura__ld(&s->alarm_wakes);
 		out->io_deferred += ura__ld(&sys->workers[i].poller.io_deferred);
 	}
 	out->mb_dropped = ura__ld(&sys->bpst.dropped);

@@ -280,6 +280,8 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 		 * sleep, or is about to. */
 		if (atomic_load_explicit(&w->wake_pending, memory_order_relaxed))
 			ura__mx_woken(w);
+		if (w->poller.alarmed)
+			ura__inc(&w->st.alarm_wakes);
 	}
 	if (watch)
 		atomic_fetch_sub_explicit(&sys->nwatching, 1, memory_order_relaxed);

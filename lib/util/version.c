@@ -25,6 +25,8 @@ _Static_assert(sizeof(ura_behavior) == 56, "ura_behavior is 56 bytes");
 _Static_assert(sizeof(ura_class) == 96, "ura_class is 96 bytes");
 _Static_assert(sizeof(ura_config) == 224, "ura_config is 224 bytes");
 _Static_assert(sizeof(ura_stats) == 488, "ura_stats is 488 bytes");
+_Static_assert(sizeof(ura_worker_metrics) == 520, "ura_worker_metrics is 520 bytes");
+_Static_assert(sizeof(ura_class_metrics) == 400, "ura_class_metrics is 400 bytes");
 _Static_assert(sizeof(ura_spawn_opts) == 64, "ura_spawn_opts is 64 bytes");
 _Static_assert(sizeof(ura_request_opts) == 72, "ura_request_opts is 72 bytes");
 _Static_assert(sizeof(ura_promise) == 16, "ura_promise is 16 bytes");
