@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tap.h"
@@ -279,6 +280,17 @@ static void rounds(int n)
 		t_ok(s.alarm_sets > 0 && s.alarm_wakes > 0, "the alarm was set and woke a sleeper");
 	else
 		t_ok(1, "the alarm: counted, not required here");
+	/* The same, per worker and in the exporter (read later: no less). */
+	ura_worker_metrics wm[2];
+	t_eq(ura_metrics_workers(sys, wm, 2), 2, "two workers' metrics");
+	t_ok(wm[0].alarm_sets + wm[1].alarm_sets >= s.alarm_sets &&
+		     wm[0].alarm_wakes + wm[1].alarm_wakes >= s.alarm_wakes,
+	     "the workers' alarm counters add up to the system's");
+	static char text[1 << 16];
+	int len = ura_metrics_render(sys, URA_METRICS_PROMETHEUS, text, sizeof text);
+	t_ok(len > 0 && strstr(text, "\nura_worker_alarm_wakes_total{worker=\"1\"") &&
+		     strstr(text, "\nura_worker_alarm_sets_total{worker=\"0\""),
+	     "the exporter shows them");
 
 	/* The race. */
 	for (int i = 0; i < NRACE; i++)
