@@ -289,11 +289,17 @@ int ura__alarms_watch(struct ura__worker *w)
 		return 0;
 	size_t at = (size_t)w->id * (sys->nworkers - 1);
 	int *fds = sys->alarm_peers + at;
-	unsigned n = 0;
-	for (unsigned i = 0; i < sys->nworkers; i++)
-		if (i != w->id && sys->workers[i].alarm_fd >= 0)
-			fds[n++] = sys->workers[i].alarm_fd;
-	return ura__poller_alarms(&w->poller, fds, sys->alarm_dead + at, n);
+	unsigned n = 0, near = 0;
+	/* Our node's peers first (ura__poller_alarms: `near`). */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			near = n;
+		for (unsigned i = 0; i < sys->nworkers; i++)
+			if (i != w->id && sys->workers[i].alarm_fd >= 0 &&
+			    (sys->workers[i].node == w->node) == !pass)
+				fds[n++] = sys->workers[i].alarm_fd;
+	}
+	return ura__poller_alarms(&w->poller, fds, sys->alarm_dead + at, n, near);
 }
 
 void ura__schedule_back(struct ura__worker *w, struct ura__actor *a)

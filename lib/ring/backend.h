@@ -34,6 +34,6 @@ int ura__uring_alarms(struct ura__poller *p);
 int ura__epoll_init(struct ura__poller *p);
 int ura__epoll_wait(struct ura__poller *p, uint64_t timeout_ns);
 int ura__epoll_watch(struct ura__poller *p, int fd, unsigned bit);
-int ura__epoll_alarms(struct ura__poller *p);
+int ura__epoll_alarms(struct ura__poller *p, unsigned near);
 
 #endif

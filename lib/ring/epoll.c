@@ -72,14 +72,30 @@ int ura__epoll_watch(struct ura__poller *p, int fd, unsigned bit)
 	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-int ura__epoll_alarms(struct ura__poller *p)
+int ura__epoll_alarms(struct ura__poller *p, unsigned near)
 {
 	for (unsigned i = 0; i < p->alarm_n; i++) {
 		/* Edge-triggered: one event per expiry, and nobody reads the
 		 * fd (its owner's next set clears it); level-triggered, an
-		 * expired alarm would end every wait until then. */
+		 * expired alarm would end every wait until then.
+		 * Exclusive for a peer of our node: a fire then wakes the
+		 * first of the epolls registered so whose owner is in a wait
+		 * (one with no waiter does not count, and later ones are not
+		 * even told), so one sleeper of the node fires the timers
+		 * instead of all of them. Not for a peer of another node: a
+		 * sleeper there, woken before its longer grace, only bounds
+		 * its sleep, so ours must wake too (they are woken first, as
+		 * non-exclusive waiters). */
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = UD_ALARM + i };
-		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->alarm_fd[i], &ev) < 0)
+		if (i < near)
+			ev.events |= EPOLLEXCLUSIVE;
+		int rc = epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->alarm_fd[i], &ev);
+		if (rc < 0 && errno == EINVAL && (ev.events & EPOLLEXCLUSIVE)) {
+			/* Before 4.5: every sleeper wakes, as on the ring. */
+			ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
+			rc = epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->alarm_fd[i], &ev);
+		}
+		if (rc < 0)
 			return -errno;
 	}
 	return 0;

@@ -148,14 +148,16 @@ void ura__alarm_close(int fd)
 		close(fd);
 }
 
-int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n)
+int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n,
+		       unsigned near)
 {
 	if (!n)
 		return 0;
 	p->alarm_fd = fds;
 	p->alarm_dead = dead;
 	p->alarm_n = n;
-	return p->kind == URA__BACKEND_URING ? ura__uring_alarms(p) : ura__epoll_alarms(p);
+	return p->kind == URA__BACKEND_URING ? ura__uring_alarms(p)
+					     : ura__epoll_alarms(p, near < n ? near : n);
 }
 
 void ura__poller_fini(struct ura__poller *p)

@@ -176,8 +176,12 @@ void ura__alarm_close(int fd);
 /* Owner only, once, before its first wait: watch these peers' alarms;
  * a wait that sees one fire sets p->alarmed. `dead`, n bytes, is the
  * backend's to write; both arrays are the caller's, and outlive the
- * poller. 0 or -errno. */
-int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n);
+ * poller. The first `near` fds are peers whose every sleeper can fire
+ * their timers as soon as any (same node): on epoll a fire of one wakes
+ * only one of those sleepers (EPOLLEXCLUSIVE), where one suffices; the
+ * ring wakes all (kernel-notes/timers.md). 0 or -errno. */
+int ura__poller_alarms(struct ura__poller *p, const int *fds, uint8_t *dead, unsigned n,
+		       unsigned near);
 /* Owner thread, when it exits: the ring (or epoll fd) goes. */
 void ura__poller_fini(struct ura__poller *p);
 /* Once no thread can wake the poller any more: the wake fd goes. Kept

@@ -296,6 +296,23 @@ static void worker_sleep(struct ura__worker *w, uint64_t watch)
 #define URA__SPIN_PREEMPTED_NS (20 * URA_USEC)
 #define URA__SPIN_POLITE_NS (10 * URA_MSEC)
 
+/* A busy peer's due timers, fired here if there are any (then 1: busy,
+ * and the actors they woke are ours to run, the loop picks). Busy before
+ * the fires: they move quiescence counters. `spinning`: we count in
+ * sys->nspinning, and stop. */
+static int steal_timers(struct ura__worker *w, uint64_t now, int spinning)
+{
+	w->tsteal_look = now;
+	if (!ura__timers_steal(w, now, 1))
+		return 0;
+	if (spinning)
+		atomic_fetch_sub_explicit(&w->sys->nspinning, 1, memory_order_seq_cst);
+	mark_busy(w);
+	ura__mx_state(w, URA__MX_BUSY, now);
+	ura__timers_steal(w, now, 0);
+	return 1;
+}
+
 /* Idle: spin (stealing) for a while, then sleep. Returns an actor, or
  * NULL when there is work that is not an actor, or on shutdown. */
 static struct ura__actor *find_work(struct ura__worker *w)
@@ -326,20 +343,10 @@ static struct ura__actor *find_work(struct ura__worker *w)
 				return a;
 			}
 			/* A busy peer's due timers, a few looks per grace period
-			 * (each reads lines the peer writes as it arms). Busy
-			 * before the fires: they move quiescence counters. The
-			 * actors they wake are ours to run (the loop picks). */
-			if (now - w->tsteal_look >= sys->steal_next_ns / 4) {
-				w->tsteal_look = now;
-				if (ura__timers_steal(w, now, 1)) {
-					atomic_fetch_sub_explicit(&sys->nspinning, 1,
-								  memory_order_seq_cst);
-					mark_busy(w);
-					ura__mx_state(w, URA__MX_BUSY, now);
-					ura__timers_steal(w, now, 0);
-					return NULL;
-				}
-			}
+			 * (each reads lines the peer writes as it arms). */
+			if (now - w->tsteal_look >= sys->steal_next_ns / 4 &&
+			    steal_timers(w, now, 1))
+				return NULL;
 			/* A spin that was preempted (a look that took far
 			 * longer than a look) shares its CPU with a thread
 			 * that wants it: a thread that sends from outside, a
@@ -387,6 +394,12 @@ static struct ura__actor *find_work(struct ura__worker *w)
 		w->poller.alarmed = 0;
 		spin = alarmed || w->watch_v >= 0 || w->iwatch_n >= 0 || w->qwatch_v >= 0 ?
 			       0 : sys->spin_ns;
+		/* Woken by an alarm: its timers before any other work that
+		 * ended the same wait. On epoll the fire woke only us of our
+		 * node (ring/epoll.c), and a turn taken first would hold them
+		 * for its length while the others sleep on. */
+		if (alarmed && steal_timers(w, ura__now_ns(), 0))
+			return NULL;
 		now = 0;
 		if (ura__has_local(w) || sources_ready(w, &now)) {
 			ura__mx_state(w, URA__MX_BUSY, ura__now_ns());
