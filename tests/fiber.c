@@ -390,11 +390,14 @@ static const ura_class ring_class = { .name = "ringbody", .body = ring_body,
 /* A pair of bodies pingponging on one worker hands it back and forth for
  * ever: the worker's sources must still be served (a batch of handoffs at
  * most, and never past the pick's inject tick, then a pass of the loop).
- * A timer set as the pair starts ends it; with neither bound the timer
- * would not fire until the backstop (checked: 5 s, 28 M round trips). */
+ * A timer set once the pair runs ends it; with neither bound the timer
+ * would not fire until the backstop (checked: 5 s, 28 M round trips).
+ * The ping arms it after its first round trip: armed as the pair was
+ * spawned, it fired before the first one in a TSan run beside a CI run
+ * (spawning two bodies took 53 ms there), which said nothing. */
 static _Atomic int pair_stop;
 static _Atomic long pair_rounds, pair_seen_at;
-static ura_ref pair_pong;
+static ura_ref pair_pong, pair_tm;
 static void pair_nop(ura_ctx *cx, const ura_msg *m)
 {
 	(void)cx;
@@ -425,7 +428,8 @@ static void pair_ping_body(ura_ctx *cx, void *st)
 		ura_send(cx, pair_pong, A_PING, (int64_t)i);
 		if (ura_receive(cx, &pair_pong_beh, URA_FOREVER) < 0 || ring_v != i)
 			break;
-		i++;
+		if (++i == 1)
+			ura_send(cx, pair_tm, A_GO);
 	}
 	atomic_store(&pair_seen_at, atomic_load(&pair_stop) ? i : -1);
 	atomic_store(&pair_rounds, i);
@@ -468,9 +472,8 @@ static void test_handoff(void)
 	t_eq(atomic_load(&ring_order_ok), RB, "each body's kept messages came out in order, "
 	     "and only those");
 
-	ura_ref tm, ping;
-	t_must(ura_spawn(sys, &pair_timer_class, NULL, &tm));
-	ura_send(sys, tm, A_GO); /* (an await would wait for the timer) */
+	ura_ref ping;
+	t_must(ura_spawn(sys, &pair_timer_class, NULL, &pair_tm));
 	uint64_t t0 = t_now_ns();
 	t_must(ura_spawn(sys, &pair_pong_class, NULL, &pair_pong));
 	t_must(ura_spawn(sys, &pair_ping_class, NULL, &ping));
