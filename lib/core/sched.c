@@ -291,13 +291,13 @@ int ura__alarms_watch(struct ura__worker *w)
 	int *fds = sys->alarm_peers + at;
 	unsigned n = 0, near = 0;
 	/* Our node's peers first (ura__poller_alarms: `near`). */
-	for (int pass = 0; pass < 2; pass++) {
-		if (pass)
-			near = n;
+	for (int far = 0; far < 2; far++) {
 		for (unsigned i = 0; i < sys->nworkers; i++)
 			if (i != w->id && sys->workers[i].alarm_fd >= 0 &&
-			    (sys->workers[i].node == w->node) == !pass)
+			    (sys->workers[i].node != w->node) == far)
 				fds[n++] = sys->workers[i].alarm_fd;
+		if (!far)
+			near = n;
 	}
 	return ura__poller_alarms(&w->poller, fds, sys->alarm_dead + at, n, near);
 }
