@@ -16,6 +16,7 @@
  * it takes (0 unbounded).
  */
 #include <errno.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 
 #include "bench.h"
@@ -28,14 +29,30 @@
 #define CHUNK 16
 #define MAXLAT (1 << 20)
 
-static int64_t M, P;
-static uint64_t work_ns = 2000;
-static ura_ref consumer;
-static _Atomic uint64_t got;
-static _Atomic int producers_left;
-static _Atomic long rss_peak_kb;
-static uint64_t *lat;
-static _Atomic long nlat;
+/* Grouped by who writes them, a line each (in structs: separate statics
+ * are laid out in any order). The consumer bumped `got` every message on
+ * the line whose `nlat` the ping bumps every round, and each bump cost
+ * the ping a miss on its next round: 1 round in 10-20 took 0.3-0.4 us
+ * more, one consumer message apart (the pingpong's p99 beside the
+ * producers, bench/README.md). */
+static struct {
+	int64_t M, P;
+	uint64_t work_ns;
+	ura_ref consumer;
+	ura_system *sys;
+	uint64_t *lat;
+} cfg = { .work_ns = 2000 };
+static struct {
+	alignas(64) _Atomic uint64_t got;
+	int64_t peak_depth; /* the consumer's alone: plain */
+	_Atomic long rss_peak_kb;
+} cons;
+static struct {
+	alignas(64) _Atomic long nlat;
+} pp;
+static struct {
+	alignas(64) _Atomic int producers_left;
+} done;
 
 static void burn(uint64_t ns)
 {
@@ -46,13 +63,10 @@ static void burn(uint64_t ns)
 
 static void note_rss(void)
 {
-	long r = b_rss_kb(), p = atomic_load(&rss_peak_kb);
-	while (r > p && !atomic_compare_exchange_weak(&rss_peak_kb, &p, r))
+	long r = b_rss_kb(), p = atomic_load(&cons.rss_peak_kb);
+	while (r > p && !atomic_compare_exchange_weak(&cons.rss_peak_kb, &p, r))
 		;
 }
-
-static ura_system *gsys;
-static int64_t peak_depth; /* the consumer's own: one thread writes it */
 
 static void on_x(ura_ctx *cx, const ura_msg *m)
 {
@@ -60,11 +74,11 @@ static void on_x(ura_ctx *cx, const ura_msg *m)
 	(void)m;
 	/* The bound's count: what is queued, and what this turn took so far
 	 * (given back when the turn ends), this one included. */
-	int64_t d = ura_mailbox_depth(gsys, consumer);
-	if (d > peak_depth)
-		peak_depth = d;
-	burn(work_ns);
-	uint64_t n = atomic_fetch_add_explicit(&got, 1, memory_order_relaxed) + 1;
+	int64_t d = ura_mailbox_depth(cfg.sys, cfg.consumer);
+	if (d > cons.peak_depth)
+		cons.peak_depth = d;
+	burn(cfg.work_ns);
+	uint64_t n = atomic_fetch_add_explicit(&cons.got, 1, memory_order_relaxed) + 1;
 	if (n % 4096 == 0)
 		note_rss();
 }
@@ -73,19 +87,19 @@ static void on_go(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
 	int64_t *next = ura_state(cx);
-	int64_t end = *next + CHUNK > M ? M : *next + CHUNK;
+	int64_t end = *next + CHUNK > cfg.M ? cfg.M : *next + CHUNK;
 	int64_t i = *next;
 	for (; i < end; i++) {
-		int rc = ura_send(cx, consumer, A_X, i);
+		int rc = ura_send(cx, cfg.consumer, A_X, i);
 		if (rc == -EAGAIN)
 			break; /* --refuse: muted now; this one goes again */
 		B_CHECK(rc);
 	}
 	*next = i;
-	if (i < M)
+	if (i < cfg.M)
 		B_CHECK(ura_send(cx, ura_self(cx), A_GO));
 	else {
-		atomic_fetch_sub(&producers_left, 1);
+		atomic_fetch_sub(&done.producers_left, 1);
 		ura_stop(cx);
 	}
 }
@@ -104,9 +118,9 @@ static void ping_pong(ura_ctx *cx, const ura_msg *m)
 {
 	(void)m;
 	ping_state *s = ura_state(cx);
-	long i = atomic_fetch_add(&nlat, 1);
+	long i = atomic_fetch_add(&pp.nlat, 1);
 	if (i < MAXLAT)
-		lat[i] = ura_now_ns() - s->t0;
+		cfg.lat[i] = ura_now_ns() - s->t0;
 	if (--s->left <= 0) {
 		ura_stop(cx);
 		return;
@@ -139,8 +153,8 @@ static int cmp_u64(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-	P = b_pos(argc, argv, 1, 1000);
-	M = b_pos(argc, argv, 2, 1000);
+	cfg.P = b_pos(argc, argv, 1, 1000);
+	cfg.M = b_pos(argc, argv, 2, 1000);
 	long long bound = 0;
 	int quiet = b_flag(argc, argv, "--quiet");
 	int refuse = b_flag(argc, argv, "--refuse");
@@ -148,21 +162,21 @@ int main(int argc, char **argv)
 		if (!strncmp(argv[a], "--bound=", 8))
 			bound = atoll(argv[a] + 8);
 		if (!strncmp(argv[a], "--work-ns=", 10))
-			work_ns = (uint64_t)atoll(argv[a] + 10);
+			cfg.work_ns = (uint64_t)atoll(argv[a] + 10);
 	}
-	lat = calloc(MAXLAT, sizeof *lat);
-	if (!lat)
+	cfg.lat = calloc(MAXLAT, sizeof *cfg.lat);
+	if (!cfg.lat)
 		b_fail("out of memory");
 	/* Touched now: its pages, filled by the pingpong during the run,
 	 * were counted in the growth (1.6 MB at 200k rounds). */
-	memset(lat, 0xff, MAXLAT * sizeof *lat);
+	memset(cfg.lat, 0xff, MAXLAT * sizeof *cfg.lat);
 	ura_system *sys = b_system();
-	gsys = sys;
+	cfg.sys = sys;
 	ura_mailbox_opts mb = { .capacity = (uint32_t)bound,
 				.full = refuse ? URA_FULL_REFUSE_MUTE : URA_FULL_MUTE };
 	ura_class cons_class = { .name = "consumer", .initial = &cons_beh,
 				 .mailbox = bound > 0 ? &mb : NULL };
-	B_CHECK(ura_spawn(sys, &cons_class, NULL, &consumer));
+	B_CHECK(ura_spawn(sys, &cons_class, NULL, &cfg.consumer));
 	/* The pingpong: a fixed count of rounds, counted, not timed. */
 	int64_t rounds = 20000; /* --rounds=N */
 	for (int a = 1; a < argc; a++)
@@ -173,17 +187,17 @@ int main(int argc, char **argv)
 	B_CHECK(ura_spawn(sys, &ping_class, &(ping_state){ .left = rounds }, &ping));
 	/* The producers exist before the baseline: the growth is what the
 	 * flood queues, not their slots. */
-	ura_ref *prods = calloc((size_t)P, sizeof *prods);
+	ura_ref *prods = calloc((size_t)cfg.P, sizeof *prods);
 	if (!prods)
 		b_fail("out of memory");
-	for (int64_t p = 0; !quiet && p < P; p++)
+	for (int64_t p = 0; !quiet && p < cfg.P; p++)
 		B_CHECK(ura_spawn(sys, &prod_class, &(int64_t){ 0 }, &prods[p]));
 	long rss0 = b_rss_kb();
-	atomic_store(&rss_peak_kb, rss0);
-	atomic_store(&producers_left, quiet ? 0 : (int)P);
+	atomic_store(&cons.rss_peak_kb, rss0);
+	atomic_store(&done.producers_left, quiet ? 0 : (int)cfg.P);
 	double t0 = b_now();
 	B_CHECK(ura_send(sys, ping, A_GO, pong));
-	for (int64_t p = 0; !quiet && p < P; p++)
+	for (int64_t p = 0; !quiet && p < cfg.P; p++)
 		B_CHECK(ura_send(sys, prods[p], A_GO));
 	free(prods);
 	B_CHECK(ura_system_await(sys));
@@ -192,18 +206,18 @@ int main(int argc, char **argv)
 	ura_stats st = { 0 };
 	ura_system_stats(sys, &st);
 	B_CHECK(ura_system_destroy(sys));
-	uint64_t want = quiet ? 0 : (uint64_t)(P * M);
-	if (atomic_load(&got) != want)
+	uint64_t want = quiet ? 0 : (uint64_t)(cfg.P * cfg.M);
+	if (atomic_load(&cons.got) != want)
 		b_fail("the consumer did not get every message");
-	long n = atomic_load(&nlat) < MAXLAT ? atomic_load(&nlat) : MAXLAT;
-	qsort(lat, (size_t)n, sizeof *lat, cmp_u64);
+	long n = atomic_load(&pp.nlat) < MAXLAT ? atomic_load(&pp.nlat) : MAXLAT;
+	qsort(cfg.lat, (size_t)n, sizeof *cfg.lat, cmp_u64);
 	printf("bench=slow_consumer system=ura producers=%lld m=%lld bound=%lld refuse=%d "
 	       "work_ns=%llu quiet=%d msgs=%llu lost=0 rounds=%ld p50_us=%.3f p99_us=%.3f "
 	       "peak_depth=%lld rss_growth_kb=%ld peak_rss_kb=%ld mutes=%llu over=%llu wall_s=%.3f\n",
-	       (long long)P, (long long)M, bound, refuse, (unsigned long long)work_ns, quiet,
-	       (unsigned long long)want, n, n ? lat[n / 2] / 1e3 : 0, n ? lat[n * 99 / 100] / 1e3 : 0,
-	       (long long)peak_depth, atomic_load(&rss_peak_kb) - rss0, b_peak_rss_kb(),
+	       (long long)cfg.P, (long long)cfg.M, bound, refuse, (unsigned long long)cfg.work_ns, quiet,
+	       (unsigned long long)want, n, n ? cfg.lat[n / 2] / 1e3 : 0, n ? cfg.lat[n * 99 / 100] / 1e3 : 0,
+	       (long long)cons.peak_depth, atomic_load(&cons.rss_peak_kb) - rss0, b_peak_rss_kb(),
 	       (unsigned long long)st.mb_mutes, (unsigned long long)st.mb_over, dt);
-	free(lat);
+	free(cfg.lat);
 	return 0;
 }
