@@ -110,6 +110,8 @@ struct ura__pool {
 	struct ura__arena *arena;   /* NULL: plain malloc blocks only */
 	unsigned owner;             /* this pool's worker */
 	char *bump[URA__POOL_CLASSES], *end[URA__POOL_CLASSES];
+	/* Where the pages populated ahead end (pool.c, fill_ahead). */
+	char *filled[URA__POOL_CLASSES];
 	struct ura__pool_ret *ret;  /* per owner: blocks to give back */
 	unsigned ret_dirty;
 	void *pend;                 /* taken back, not yet sorted (pool.c) */
