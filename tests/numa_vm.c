@@ -39,9 +39,19 @@ static int node_of_addr(const void *p)
 
 typedef struct { long next; } sink;
 
+/* Blocks of the flood, sampled: the node their pages are on (they come
+ * from the node-0 sender's pool, which populates its pages ahead in
+ * chunks once it outgrows its first 64 KiB: kernel-notes/memory.md). */
+static _Atomic long g_sampled, g_off_node;
+
 static void on_n(ura_ctx *cx, const ura_msg *m)
 {
 	sink *s = ura_state(cx);
+	if (s->next % 64 == 0) {
+		atomic_fetch_add(&g_sampled, 1);
+		if (node_of_addr(m) != 0)
+			atomic_fetch_add(&g_off_node, 1);
+	}
 	if (ura_arg_i64(m, 0) != s->next)
 		atomic_fetch_add(&g_bad, 1);
 	s->next++;
@@ -191,6 +201,9 @@ int main(void)
 	t_rc(ura_system_await(sys), 0, "await the flood");
 	t_eq(atomic_load(&g_got), n, "node 0 -> node 1 flood: every message arrived");
 	t_eq(atomic_load(&g_bad), 0, "in per-sender order");
+	t_eq(atomic_load(&g_off_node), 0,
+	     "every sampled block of the flood (%ld) is in its node-0 sender's memory",
+	     atomic_load(&g_sampled));
 	ura_system_stats(sys, &st);
 	uint64_t cross = st.cross_node - s0.cross_node, fl = st.flushes - s0.flushes;
 	t_eq(cross, n, "all of them through the outbox");
