@@ -24,19 +24,19 @@ static int ensure_chunks(ura_system *sys, uint32_t base, uint32_t n)
 			return -ENOMEM;
 		if (atomic_load_explicit(&sys->chunks[c], memory_order_relaxed))
 			continue;
-		/* Aligned to the slot's size, not malloc's 16: a chunk of 128
-		 * KiB is mmapped by glibc and starts 16 bytes into a page, so
-		 * every slot spanned three lines, and its first (the mailbox
-		 * head every sender writes) held the tail of the slot before
-		 * it. A pingpong beside a consumer fed by both workers took
-		 * a cross-core miss on 0.6-2% of its sends for that, its
-		 * p99 0.27 us aligned, 0.57 not (bench/README.md,
-		 * slow_consumer). */
-		struct ura__actor *chunk =
-			ura__aligned_alloc(URA__SLOT_ALIGN, URA__CHUNK * sizeof *chunk);
+		/* Pages of its own: aligned to the slot's size (from malloc, a
+		 * chunk of 128 KiB is mmapped by glibc 16 bytes into a page, so
+		 * every slot spanned three lines, and its first, the mailbox
+		 * head every sender writes, held the tail of the slot before
+		 * it: a pingpong beside a consumer fed by both workers took a
+		 * cross-core miss on 0.6-2% of its sends, bench/README.md,
+		 * slow_consumer), zeroed by the kernel, and populated in one
+		 * call: the loop below writes every slot, and its 32 faults a
+		 * chunk were a third of actor_creation's CPU on this VM
+		 * (kernel-notes/memory.md). */
+		struct ura__actor *chunk = ura__map_populated(URA__CHUNK * sizeof *chunk);
 		if (!chunk)
 			return -ENOMEM;
-		memset(chunk, 0, URA__CHUNK * sizeof *chunk);
 		for (uint32_t i = 0; i < URA__CHUNK; i++) {
 			chunk[i].idx = sys->tag << URA__IDX_BITS | (c * URA__CHUNK + i);
 			ura__mb_init(&chunk[i].mb, (struct ura_msg *)&chunk[i].stub);
@@ -297,7 +297,8 @@ void ura__slots_fini(ura_system *sys)
 	/* Only the chunks made (a loop over all 64 Ki pointers cost 10 ms
 	 * a destroy under ASan). */
 	for (uint32_t c = 0; c < sys->chunk_top; c++)
-		free(atomic_load_explicit(&sys->chunks[c], memory_order_relaxed));
+		ura__unmap(atomic_load_explicit(&sys->chunks[c], memory_order_relaxed),
+			   URA__CHUNK * sizeof(struct ura__actor));
 	free(sys->chunks);
 	sys->chunks = NULL;
 	pthread_mutex_destroy(&sys->slot_lock);

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #ifdef URA_FAULT_INJECTION
 /* True when the allocation being made must fail (see util/alloc.c). */
@@ -32,5 +33,21 @@ static inline void *ura__aligned_alloc(size_t a, size_t n)
 	return URA__FAIL() ? NULL : aligned_alloc(a, (n + a - 1) & ~(a - 1));
 }
 static inline char *ura__strdup(const char *s) { return URA__FAIL() ? NULL : strdup(s); }
+/* n bytes of fresh zeroed pages, populated writable in the call
+ * (MAP_POPULATE): one call for what would be a fault a page. NULL on
+ * failure; ura__unmap gives them back. */
+static inline void *ura__map_populated(size_t n)
+{
+	if (URA__FAIL())
+		return NULL;
+	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+static inline void ura__unmap(void *p, size_t n)
+{
+	if (p)
+		munmap(p, n);
+}
 
 #endif
