@@ -66,7 +66,9 @@ static int grow(struct ura__timers *T, struct ura__trec **list, uint32_t flags)
 	uint32_t c = atomic_load_explicit(&T->nchunks, memory_order_relaxed);
 	if (c >= URA__TCHUNKS)
 		return -ENOMEM;
-	struct ura__trec *chunk = ura__calloc(URA__TCHUNK, sizeof *chunk);
+	/* Zeroed pages populated in one call: the loop below writes every
+	 * record, and took a fault a page (64 a chunk) as it went. */
+	struct ura__trec *chunk = ura__map_populated(URA__TCHUNK * sizeof *chunk);
 	if (!chunk)
 		return -ENOMEM;
 	for (uint32_t i = URA__TCHUNK; i-- > 0;) {
@@ -612,7 +614,7 @@ static uint64_t timers_fini(ura_system *sys, struct ura__timers *T)
 				pending++;
 			}
 		}
-		free(chunk);
+		ura__unmap(chunk, URA__TCHUNK * sizeof *chunk);
 	}
 	free(T->chunks);
 	T->chunks = NULL;
