@@ -21,6 +21,11 @@
  * 64-byte class for another actor, and the pages past the highest block
  * it got, which no block has touched, must be resident (mincore) within
  * its chunk (the highest block sits mid-chunk: 2500 x 64 B).
+ *
+ * The pools' reservation takes 2 GiB of address space a pool where the
+ * process may map it, else 256 MiB, else none (blocks from malloc, and a
+ * warning): each rung under an address-space limit (RLIMIT_AS) that
+ * leaves room for it and not for the one above, with messages flowing.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -193,6 +198,21 @@ static int resident_after(uintptr_t a, size_t ps, size_t n)
 	return r;
 }
 
+static void flood_once(ura_system *sys, const char *how)
+{
+	atomic_store(&g_errors, 0);
+	g_got = 0;
+	g_lo = UINTPTR_MAX;
+	g_hi = 0;
+	ura_ref f;
+	t_must(ura_spawn(sys, &sink_class, NULL, &g_sink));
+	t_must(ura_spawn(sys, &flooder_class, NULL, &f));
+	t_must(ura_send(sys, f, A_FLOOD));
+	t_rc(await_guarded(sys), 0, "%s: await the flood", how);
+	t_eq(atomic_load(&g_errors), 0, "%s: every send accepted", how);
+	t_eq(g_got, FLOOD, "%s: the sink got all %d", how, FLOOD);
+}
+
 static void populated(void)
 {
 	size_t ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -208,15 +228,8 @@ static void populated(void)
 		t_skip("no MADV_POPULATE_WRITE here (Linux 5.14): the pool faults page by page");
 		return;
 	}
-	atomic_store(&g_errors, 0);
 	ura_system *sys = t_system(1);
-	ura_ref f;
-	t_must(ura_spawn(sys, &sink_class, NULL, &g_sink));
-	t_must(ura_spawn(sys, &flooder_class, NULL, &f));
-	t_must(ura_send(sys, f, A_FLOOD));
-	t_rc(await_guarded(sys), 0, "flood: await");
-	t_eq(atomic_load(&g_errors), 0, "flood: every send accepted");
-	t_eq(g_got, FLOOD, "flood: the sink got all %d", FLOOD);
+	flood_once(sys, "flood");
 	t_ok(g_hi - g_lo >= (uintptr_t)(FLOOD - 1) * 64, "flood: %d blocks of 64 B, %zu KiB apart",
 	     FLOOD, (size_t)(g_hi - g_lo) >> 10);
 	/* Three pages past the highest block's: within its chunk, which
@@ -226,6 +239,99 @@ static void populated(void)
 	t_destroy(sys);
 }
 
+/* ---- the reservation's ladder ---------------------------------------- */
+
+static _Atomic int g_noarena;
+
+static void sink_log(void *ud, int level, const char *msg)
+{
+	(void)ud;
+	if (level <= URA_LOG_WARN && strstr(msg, "no pool arena"))
+		atomic_fetch_add(&g_noarena, 1);
+}
+
+/* The largest mapping of the process, in bytes. */
+static uint64_t largest_mapping(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	uint64_t best = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long long lo, hi;
+		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && hi - lo > best)
+			best = hi - lo;
+	}
+	if (f)
+		fclose(f);
+	return best;
+}
+
+/* A one-worker system made under `extra` bytes more address space than
+ * is mapped now (0: no limit): its largest mapping, and whether it
+ * warned that it has no arena. Messages must flow either way. */
+static uint64_t arena_under(uint64_t extra, const char *how, int *warned)
+{
+	struct rlimit old;
+	if (extra && !t_limit_as(&old, extra))
+		return 0;
+	atomic_store(&g_noarena, 0);
+	ura_system *sys;
+	int rc = ura_system_new(&sys, &(ura_config){ .workers = 1, .log = sink_log });
+	uint64_t big = rc == 0 ? largest_mapping() : 0;
+	if (extra)
+		setrlimit(RLIMIT_AS, &old);
+	t_rc(rc, 0, "%s: the system is made", how);
+	if (rc < 0)
+		return 0;
+	flood_once(sys, how);
+	t_destroy(sys);
+	*warned = atomic_load(&g_noarena);
+	return big;
+}
+
+static void ladder(void)
+{
+	/* 1 worker and the outside threads' pools. */
+	const uint64_t pools = 1 + 128, small = pools << 28, large = pools << 31;
+	if (T_SANITIZED) {
+		t_skip("reservation ladder: the sanitizers map terabytes of shadow");
+		return;
+	}
+	int warned = 0;
+	/* A neighbouring mapping of the same flags may merge with it: the
+	 * size, give or take 64 MiB. */
+#define NEAR(x, want) ((x) >= (want) && (x) < (want) + (64u << 20))
+	uint64_t big = arena_under(0, "no limit", &warned);
+	/* Strict overcommit (mode 2) charges even MAP_NORESERVE, and may
+	 * leave room for the smaller rung only; an inherited limit, too. */
+	FILE *oc = fopen("/proc/sys/vm/overcommit_memory", "r");
+	int mode = -1;
+	if (!oc || fscanf(oc, "%d", &mode) != 1)
+		mode = -1;
+	if (oc)
+		fclose(oc);
+	struct rlimit as;
+	int free_as = getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur == RLIM_INFINITY;
+	if (mode != 2 && free_as)
+		t_ok(NEAR(big, large), "no limit: a reservation of 2 GiB a pool (%" PRIu64 " MiB)",
+		     big >> 20);
+	else
+		t_ok(NEAR(big, large) || NEAR(big, small),
+		     "overcommit %d, RLIMIT_AS %s: 2 GiB or 256 MiB a pool (%" PRIu64 " MiB)", mode,
+		     free_as ? "none" : "set", big >> 20);
+	t_eq(warned, 0, "no limit: no warning");
+	/* Room for 256 MiB a pool, not for 2 GiB. */
+	big = arena_under(small + (8ull << 30), "256 MiB rung", &warned);
+	t_ok(NEAR(big, small), "under a limit below 2 GiB a pool: 256 MiB a pool (%" PRIu64 " MiB)",
+	     big >> 20);
+	t_eq(warned, 0, "256 MiB rung: no warning");
+	/* Room for neither: malloc, said once. */
+	big = arena_under(4ull << 30, "no arena", &warned);
+	t_ok(big < small, "under a limit below 256 MiB a pool: no reservation (largest %" PRIu64
+	     " MiB)", big >> 20);
+	t_eq(warned, 1, "no arena: warned once");
+}
+
 int main(void)
 {
 	long n = t_scaled(40000);
@@ -233,5 +339,6 @@ int main(void)
 	run(2, n);
 	run(4, n / 2);
 	populated();
+	ladder();
 	return t_done();
 }

@@ -30,11 +30,6 @@
 
 #include "snap_util.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SANITIZED 1
-#else
-#define SANITIZED 0
-#endif
 #if defined(__SANITIZE_THREAD__)
 #define TSAN 1
 #else
@@ -564,33 +559,13 @@ static void test_restore_fifo(const char *dir)
 
 /* ---- restore of a file whose header claims a huge body -------------- */
 
-/* Lowers the address-space limit to what is mapped now plus `extra`
- * (not under the sanitizers: they map terabytes of shadow). */
-static int limit_as(struct rlimit *old, uint64_t extra)
-{
-	if (SANITIZED)
-		return 0;
-	FILE *f = fopen("/proc/self/status", "r");
-	unsigned long long kb = 0;
-	char line[256];
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (!kb || getrlimit(RLIMIT_AS, old) < 0)
-		return 0;
-	struct rlimit nl = { kb * 1024 + extra, old->rlim_max };
-	return setrlimit(RLIMIT_AS, &nl) == 0;
-}
-
 /* ura_restore with at most 512 MiB more address space (the system is
  * made first); its result and how long it took. */
 static long restore_limited(const char *path, double *ms)
 {
 	ura_system *sys = sys_new(1);
 	struct rlimit old;
-	int lim = limit_as(&old, 512u << 20);
+	int lim = t_limit_as(&old, 512u << 20);
 	uint64_t t0 = t_now_ns();
 	long rc = ura_restore(sys, path, NULL);
 	*ms = (double)(t_now_ns() - t0) / 1e6;

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include <ura.h>
 
@@ -168,6 +169,33 @@ static inline ura_stats stats(ura_system *sys)
 	memset(&st, 0, sizeof st);
 	ura_system_stats(sys, &st);
 	return st;
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define T_SANITIZED 1
+#else
+#define T_SANITIZED 0
+#endif
+
+/* Lowers the address-space limit to what is mapped now plus `extra`,
+ * keeping the old one in *old; 0 when it cannot (not under the
+ * sanitizers: they map terabytes of shadow). */
+static inline int t_limit_as(struct rlimit *old, uint64_t extra)
+{
+	if (T_SANITIZED)
+		return 0;
+	FILE *f = fopen("/proc/self/status", "r");
+	unsigned long long kb = 0;
+	char line[256];
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (!kb || getrlimit(RLIMIT_AS, old) < 0)
+		return 0;
+	struct rlimit nl = { kb * 1024 + extra, old->rlim_max };
+	return setrlimit(RLIMIT_AS, &nl) == 0;
 }
 
 /* Every test ends here: destroy must report nothing lost. */

@@ -94,6 +94,7 @@ struct ura__arena {
 	char *base;
 	size_t per;            /* bytes per worker slice; power of two */
 	unsigned shift;        /* log2(per) */
+	unsigned cshift;       /* log2 of a class's part of a slice: shift - 3 */
 	unsigned n;            /* workers */
 	/* Per worker: blocks other workers gave back (a stack, via word 0). */
 	struct ura__arena_inbox { alignas(URA__CACHELINE) _Atomic(void *) head; } *inbox;

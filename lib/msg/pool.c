@@ -66,20 +66,41 @@ static void fill_ahead(struct ura__pool *p, unsigned c)
 	errno = e;
 }
 
-/* Per worker and class: 1/8 of the worker's slice (6 classes used). */
-#define SLICE_SHIFT 28 /* 256 MiB of address space per worker, reserved only */
-#define CLASS_SHIFT (SLICE_SHIFT - 3)
+/*
+ * Per pool and class: 1/8 of the pool's slice (6 classes used). A class
+ * whose slice is used up takes its blocks from malloc, one fault a page
+ * and 16 bytes a block more. With 256 MiB a slice (32 MiB a class),
+ * 20 sender actors queueing 2M messages on one worker overflowed it after
+ * 512k: 27.7k faults, 45% of the run's CPU in the kernel, 2.9M messages/s
+ * (bench/mailbox --actors); with 2 GiB, 266 faults and 6.0M. Address space
+ * costs nothing untouched, so the slices are as large as the process may
+ * map: 2 GiB each where it can (260 GiB of address space for 2 workers
+ * and the 128 outside pools), else 256 MiB (an address-space limit, a
+ * sanitizer's or valgrind's layout, strict overcommit), else none.
+ */
+static const unsigned slice_shifts[] = { 31, 28 };
 
 int ura__arena_init(struct ura__arena *a, unsigned workers)
 {
 	memset(a, 0, sizeof *a);
-	size_t per = (size_t)1 << SLICE_SHIFT;
-	/* Address space only: MAP_NORESERVE commits nothing until a worker
-	 * touches a page, and that first touch places it on its node. */
-	void *base = mmap(NULL, per * workers, PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t per = 0;
+	void *base = MAP_FAILED;
+	int err = ENOMEM;
+	unsigned shift = 0;
+	for (size_t i = 0; base == MAP_FAILED && i < sizeof slice_shifts / sizeof *slice_shifts;
+	     i++) {
+		shift = slice_shifts[i];
+		per = (size_t)1 << shift;
+		/* Address space only: MAP_NORESERVE commits nothing until a
+		 * worker touches a page, and that first touch places it on
+		 * its node. */
+		base = mmap(NULL, per * workers, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (base == MAP_FAILED)
+			err = errno;
+	}
 	if (base == MAP_FAILED)
-		return -errno;
+		return -err;
 	a->inbox = aligned_alloc(URA__CACHELINE, workers * sizeof *a->inbox);
 	if (!a->inbox) {
 		munmap(base, per * workers);
@@ -88,7 +109,8 @@ int ura__arena_init(struct ura__arena *a, unsigned workers)
 	memset(a->inbox, 0, workers * sizeof *a->inbox);
 	a->base = base;
 	a->per = per;
-	a->shift = SLICE_SHIFT;
+	a->shift = shift;
+	a->cshift = shift - 3;
 	a->n = workers;
 	return 0;
 }
@@ -127,7 +149,7 @@ static inline int arena_owner(const struct ura__arena *a, const void *p)
 static inline unsigned arena_class(const struct ura__arena *a, const void *p)
 {
 	size_t off = (size_t)((const char *)p - a->base) & (a->per - 1);
-	return (unsigned)(off >> CLASS_SHIFT);
+	return (unsigned)(off >> a->cshift);
 }
 
 int ura__pool_init(struct ura__pool *p, struct ura__arena *a, unsigned owner)
@@ -142,8 +164,8 @@ int ura__pool_init(struct ura__pool *p, struct ura__arena *a, unsigned owner)
 	p->owner = owner;
 	char *slice = a->base + (size_t)owner * a->per;
 	for (unsigned c = 0; c < URA__POOL_CLASSES; c++) {
-		p->bump[c] = slice + ((size_t)c << CLASS_SHIFT);
-		p->end[c] = p->bump[c] + ((size_t)1 << CLASS_SHIFT);
+		p->bump[c] = slice + ((size_t)c << a->cshift);
+		p->end[c] = p->bump[c] + ((size_t)1 << a->cshift);
 		p->filled[c] = p->bump[c] + FILL_CHUNK;
 	}
 	return 0;
