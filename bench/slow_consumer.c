@@ -1,21 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * slow_consumer P M [--bound=N] [--refuse] [--work-ns=W] [--rounds=R]
- * [--whole] [--quiet]: P producer actors each send M messages (CHUNK per handler)
- * to ONE consumer that spends about W ns on each (default 2000), its
- * mailbox bounded at N with URA_FULL_MUTE (0: unbounded; --refuse:
+ * [--whole] [--quiet]: P producer actors each send M messages (CHUNK per
+ * handler) to ONE consumer that spends about W ns on each (default 2000),
+ * its mailbox bounded at N with URA_FULL_MUTE (0: unbounded; --refuse:
  * URA_FULL_REFUSE_MUTE, and a producer whose send is refused sends the
  * rest in its next handler). Next to it, on the same workers, a ping and
  * a pong actor do R round trips (default 20000) one at a time, whose
  * latencies give p50/p99/p99.9/max (to the ns, from a histogram);
  * --whole: the pingpong goes on until the last producer is done, so it
  * samples the whole flood, not just its first rounds. --quiet runs the
- * pingpong alone (the baseline for its p99). Verifies that the consumer got P*M messages (nothing
- * lost); rss_growth_kb is the highest RSS the consumer saw (every 4096
- * messages, and at the end) minus the RSS before the first send (the
- * producers spawned, the latency histogram touched); peak_depth is the most
- * messages the bounded mailbox held, seen by the consumer at each message
- * it takes (0 unbounded).
+ * pingpong alone (the baseline for its p99). Verifies that the consumer
+ * got P*M messages (nothing lost); rss_growth_kb is the highest RSS the
+ * consumer saw (every 4096 messages, and at the end) minus the RSS before
+ * the first send (the producers spawned, the latency histogram touched);
+ * peak_depth is the most messages the bounded mailbox held, seen by the
+ * consumer at each message it takes (0 unbounded).
  */
 #include <errno.h>
 #include <stdalign.h>
