@@ -5,7 +5,13 @@
  * A actors (from outside the runtime, as Savina's driver does); each
  * message costs a sin() and a multiply (Savina's performComputation(37.2)).
  * Every actor must handle exactly N. Rate: messages per second (A*N).
+ * --bound=C: each actor's mailbox holds at most C (URA_FULL_MUTE: the main
+ * thread waits for room). Unbounded, a sender faster than the workers
+ * queues what they cannot take, and past the caches they take it at the
+ * speed of memory (bench/README.md, "Blocks go home in groups").
  */
+#include <stdlib.h>
+#include <string.h>
 #include <math.h>
 #include <stdatomic.h>
 
@@ -46,6 +52,12 @@ int main(int argc, char **argv)
 {
 	int64_t A = b_pos(argc, argv, 1, 60);
 	int64_t N = b_pos(argc, argv, 2, 10000);
+	long long bound = 0;
+	for (int a = 1; a < argc; a++)
+		if (!strncmp(argv[a], "--bound=", 8))
+			bound = atoll(argv[a] + 8);
+	ura_mailbox_opts mb = { .capacity = (uint32_t)bound, .full = URA_FULL_MUTE };
+	ura_spawn_opts so = { .mailbox = bound > 0 ? &mb : NULL };
 	ura_ref *actors = calloc((size_t)A, sizeof *actors);
 	handled = calloc((size_t)A, sizeof *handled);
 	if (!actors || !handled)
@@ -53,7 +65,8 @@ int main(int argc, char **argv)
 	ura_system *sys = b_system();
 	double t0 = b_now();
 	for (int64_t i = 0; i < A; i++)
-		B_CHECK(ura_spawn(sys, &thr_class, &(thr_state){ .idx = i, .n = N }, &actors[i]));
+		B_CHECK(ura_spawn_ex(sys, &thr_class, &(thr_state){ .idx = i, .n = N }, &so,
+				     &actors[i]));
 	for (int64_t m = 0; m < N; m++)
 		for (int64_t i = 0; i < A; i++)
 			B_CHECK(ura_send(sys, actors[i], A_MSG));
@@ -72,8 +85,10 @@ int main(int argc, char **argv)
 			bad, (long long)A, (long long)N, rc);
 		b_fail("fjthrput");
 	}
-	printf("bench=fjthrput system=ura workers=%u actors=%lld n=%lld msgs=%lld wall_s=%.6f rate=%.0f\n",
-	       workers, (long long)A, (long long)N, (long long)(A * N), dt, (double)(A * N) / dt);
+	printf("bench=fjthrput system=ura workers=%u actors=%lld n=%lld bound=%lld msgs=%lld wall_s=%.6f "
+	       "rate=%.0f peak_rss_kb=%ld\n",
+	       workers, (long long)A, (long long)N, bound, (long long)(A * N), dt,
+	       (double)(A * N) / dt, b_peak_rss_kb());
 	free(actors);
 	free(handled);
 	return 0;
