@@ -4,9 +4,9 @@
  * on 127.0.0.1 (tests/echo_server.c, tests/http_*.c, tests/serve_*.c):
  * start a server binary on a free port (with a low fd limit, its stderr
  * kept in a file), raw sockets with deadlines, read many connections to
- * their end, run a command and capture its output, read a process's
- * memory. Each server runs as a child process, so a crash in it fails the
- * test instead of killing it.
+ * their end, run a command and capture its output (and a process's
+ * memory, t_proc_kb, is in tap.h). Each server runs as a child process,
+ * so a crash in it fails the test instead of killing it.
  */
 #ifndef URA_TEST_NET_H
 #define URA_TEST_NET_H
@@ -351,22 +351,6 @@ static inline int t_run(const char *cmd, char *out, size_t cap)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* A field of /proc/PID/status in kB (VmRSS, VmHWM), or -1. */
-static inline long t_proc_kb(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	long kb = -1;
-	size_t fl = strlen(field);
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof line, f))
-		if (!strncmp(line, field, fl) && line[fl] == ':')
-			kb = atol(line + fl + 1);
-	fclose(f);
-	return kb;
-}
 
 /* How many TCP connections the server on 127.0.0.1:port still holds open
  * (its side ESTABLISHED or CLOSE_WAIT in /proc/net/tcp), or -1. Unlike a

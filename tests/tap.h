@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <ura.h>
 
@@ -177,6 +178,23 @@ static inline ura_stats stats(ura_system *sys)
 #define T_SANITIZED 0
 #endif
 
+/* A field of /proc/PID/status in kB (VmRSS, VmHWM), or -1. */
+static inline long t_proc_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	long kb = -1;
+	size_t fl = strlen(field);
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, field, fl) && line[fl] == ':')
+			kb = atol(line + fl + 1);
+	fclose(f);
+	return kb;
+}
+
 /* Lowers the address-space limit to what is mapped now plus `extra`,
  * keeping the old one in *old; 0 when it cannot (not under the
  * sanitizers: they map terabytes of shadow). */
@@ -184,17 +202,10 @@ static inline int t_limit_as(struct rlimit *old, uint64_t extra)
 {
 	if (T_SANITIZED)
 		return 0;
-	FILE *f = fopen("/proc/self/status", "r");
-	unsigned long long kb = 0;
-	char line[256];
-	while (f && fgets(line, sizeof line, f))
-		if (sscanf(line, "VmSize: %llu kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (!kb || getrlimit(RLIMIT_AS, old) < 0)
+	long kb = t_proc_kb(getpid(), "VmSize");
+	if (kb <= 0 || getrlimit(RLIMIT_AS, old) < 0)
 		return 0;
-	struct rlimit nl = { kb * 1024 + extra, old->rlim_max };
+	struct rlimit nl = { (rlim_t)kb * 1024 + extra, old->rlim_max };
 	return setrlimit(RLIMIT_AS, &nl) == 0;
 }
 
