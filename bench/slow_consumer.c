@@ -14,6 +14,9 @@
  * got P*M messages (nothing lost); rss_growth_kb is the highest RSS the
  * consumer saw (every 4096 messages, and at the end) minus the RSS before
  * the first send (the producers spawned, the latency histogram touched);
+ * rss_flood_growth_kb the same minus its first sample, at 4096 messages,
+ * by when every producer has run and holds its own queued go (what the
+ * flood adds while it goes on, the producers' standing cost left out);
  * peak_depth is the most messages the bounded mailbox held, seen by the
  * consumer at each message it takes (0 unbounded).
  */
@@ -51,6 +54,7 @@ static struct {
 	alignas(64) _Atomic uint64_t got;
 	int64_t peak_depth; /* the consumer's alone: plain */
 	_Atomic long rss_peak_kb;
+	long rss_first_kb; /* the consumer's alone: plain */
 } cons;
 /* The ping's alone (one actor: plain), read by main after the await. */
 static struct {
@@ -86,8 +90,11 @@ static void on_x(ura_ctx *cx, const ura_msg *m)
 		cons.peak_depth = d;
 	burn(cfg.work_ns);
 	uint64_t n = atomic_fetch_add_explicit(&cons.got, 1, memory_order_relaxed) + 1;
-	if (n % 4096 == 0)
+	if (n % 4096 == 0) {
+		if (!cons.rss_first_kb)
+			cons.rss_first_kb = b_rss_kb();
 		note_rss();
+	}
 }
 
 static void on_go(ura_ctx *cx, const ura_msg *m)
@@ -234,11 +241,14 @@ int main(int argc, char **argv)
 	printf("bench=slow_consumer system=ura producers=%lld m=%lld bound=%lld refuse=%d "
 	       "work_ns=%llu quiet=%d msgs=%llu lost=0 rounds=%llu p50_us=%.3f p99_us=%.3f "
 	       "p999_us=%.3f max_us=%.3f "
-	       "peak_depth=%lld rss_growth_kb=%ld peak_rss_kb=%ld mutes=%llu over=%llu wall_s=%.3f\n",
+	       "peak_depth=%lld rss_growth_kb=%ld rss_flood_growth_kb=%ld peak_rss_kb=%ld mutes=%llu "
+	       "over=%llu wall_s=%.3f\n",
 	       (long long)cfg.P, (long long)cfg.M, bound, refuse, (unsigned long long)cfg.work_ns, quiet,
 	       (unsigned long long)want, (unsigned long long)pp.n, lat_at(500) / 1e3, lat_at(990) / 1e3,
 	       lat_at(999) / 1e3, lat_at(1000) / 1e3,
-	       (long long)cons.peak_depth, atomic_load(&cons.rss_peak_kb) - rss0, b_peak_rss_kb(),
+	       (long long)cons.peak_depth, atomic_load(&cons.rss_peak_kb) - rss0,
+	       cons.rss_first_kb ? atomic_load(&cons.rss_peak_kb) - cons.rss_first_kb : 0,
+	       b_peak_rss_kb(),
 	       (unsigned long long)st.mb_mutes, (unsigned long long)st.mb_over, dt);
 	return 0;
 }
