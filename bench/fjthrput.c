@@ -8,10 +8,8 @@
  * --bound=C: each actor's mailbox holds at most C (URA_FULL_MUTE: the main
  * thread waits for room). Unbounded, a sender faster than the workers
  * queues what they cannot take, and past the caches they take it at the
- * speed of memory (bench/README.md, "Blocks go home in groups").
+ * speed of memory (bench/README.md, "A cheaper sender, a colder receiver").
  */
-#include <stdlib.h>
-#include <string.h>
 #include <math.h>
 #include <stdatomic.h>
 

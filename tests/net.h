@@ -351,7 +351,6 @@ static inline int t_run(const char *cmd, char *out, size_t cap)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-
 /* How many TCP connections the server on 127.0.0.1:port still holds open
  * (its side ESTABLISHED or CLOSE_WAIT in /proc/net/tcp), or -1. Unlike a
  * client's read, looking does not move the server along: a client that
