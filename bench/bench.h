@@ -146,6 +146,17 @@ static inline long long b_pos(int argc, char **argv, int i, long long dflt)
 	return dflt;
 }
 
+/* "--name=N" options: N of the last one given (name includes the '='),
+ * else dflt. */
+static inline long long b_opt(int argc, char **argv, const char *name, long long dflt)
+{
+	size_t n = strlen(name);
+	for (int a = 1; a < argc; a++)
+		if (!strncmp(argv[a], name, n))
+			dflt = atoll(argv[a] + n);
+	return dflt;
+}
+
 static inline int b_flag(int argc, char **argv, const char *flag)
 {
 	for (int a = 1; a < argc; a++)

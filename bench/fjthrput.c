@@ -50,10 +50,7 @@ int main(int argc, char **argv)
 {
 	int64_t A = b_pos(argc, argv, 1, 60);
 	int64_t N = b_pos(argc, argv, 2, 10000);
-	long long bound = 0;
-	for (int a = 1; a < argc; a++)
-		if (!strncmp(argv[a], "--bound=", 8))
-			bound = atoll(argv[a] + 8);
+	long long bound = b_opt(argc, argv, "--bound=", 0);
 	ura_mailbox_opts mb = { .capacity = (uint32_t)bound, .full = URA_FULL_MUTE };
 	ura_spawn_opts so = { .mailbox = bound > 0 ? &mb : NULL };
 	ura_ref *actors = calloc((size_t)A, sizeof *actors);

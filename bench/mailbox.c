@@ -109,14 +109,9 @@ int main(int argc, char **argv)
 	M = b_pos(argc, argv, 2, 1000000);
 	int actors = b_flag(argc, argv, "--actors");
 	int body = b_flag(argc, argv, "--body");
-	long long bound = 0; /* --bound=N */
-	for (int a = 1; a < argc; a++)
-		if (!strncmp(argv[a], "--bound=", 8))
-			bound = atoll(argv[a] + 8);
-	long long low = 0; /* --low=N: the low-water mark (default bound/2) */
-	for (int a = 1; a < argc; a++)
-		if (!strncmp(argv[a], "--low=", 6))
-			low = atoll(argv[a] + 6);
+	long long bound = b_opt(argc, argv, "--bound=", 0);
+	/* The low-water mark (0: the default, half the bound). */
+	long long low = b_opt(argc, argv, "--low=", 0);
 	bounded = bound > 0;
 	ura_mailbox_opts mb = { .capacity = (uint32_t)bound, .full = URA_FULL_MUTE,
 				.low_water = (uint32_t)low };

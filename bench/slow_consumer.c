@@ -186,15 +186,10 @@ int main(int argc, char **argv)
 {
 	cfg.P = b_pos(argc, argv, 1, 1000);
 	cfg.M = b_pos(argc, argv, 2, 1000);
-	long long bound = 0;
+	long long bound = b_opt(argc, argv, "--bound=", 0);
 	int quiet = b_flag(argc, argv, "--quiet");
 	int refuse = b_flag(argc, argv, "--refuse");
-	for (int a = 1; a < argc; a++) {
-		if (!strncmp(argv[a], "--bound=", 8))
-			bound = atoll(argv[a] + 8);
-		if (!strncmp(argv[a], "--work-ns=", 10))
-			cfg.work_ns = (uint64_t)atoll(argv[a] + 10);
-	}
+	cfg.work_ns = (uint64_t)b_opt(argc, argv, "--work-ns=", (long long)cfg.work_ns);
 	/* Touched now: its pages, filled by the pingpong during the run,
 	 * would count in the growth. */
 	memset(pp.hist, 0, sizeof pp.hist);
@@ -207,10 +202,7 @@ int main(int argc, char **argv)
 				 .mailbox = bound > 0 ? &mb : NULL };
 	B_CHECK(ura_spawn(sys, &cons_class, NULL, &cfg.consumer));
 	/* The pingpong: a count of rounds (at least, with --whole). */
-	int64_t rounds = 20000; /* --rounds=N */
-	for (int a = 1; a < argc; a++)
-		if (!strncmp(argv[a], "--rounds=", 9))
-			rounds = atoll(argv[a] + 9);
+	int64_t rounds = b_opt(argc, argv, "--rounds=", 20000);
 	ura_ref ping, pong;
 	B_CHECK(ura_spawn(sys, &pong_class, NULL, &pong));
 	B_CHECK(ura_spawn(sys, &ping_class, &(ping_state){ .left = rounds }, &ping));
